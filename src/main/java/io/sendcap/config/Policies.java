@@ -1,0 +1,150 @@
+package io.sendcap.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * The policy file: segments in priority order, each with its caps, and the default policy.
+ *
+ * <p>A user belongs to the first segment of {@link #segments()} that contains them; a user in none
+ * gets {@link #defaultPolicy()}.
+ *
+ * @param segments the segment policies, highest priority first
+ * @param defaultPolicy the policy of users in no segment
+ */
+public record Policies(List<Policy> segments, Policy defaultPolicy) {
+  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_.-]{0,63}");
+
+  /** Creates the policies; the list is copied. */
+  public Policies {
+    segments = List.copyOf(segments);
+  }
+
+  /** The names of the segments, in priority order. */
+  public List<String> segmentNames() {
+    return segments.stream().map(Policy::segment).toList();
+  }
+
+  /** Reads and validates a policy file, reporting every problem in it at once. */
+  public static Policies load(Path file) {
+    try {
+      return parse(Files.readString(file), file.toString());
+    } catch (IOException e) {
+      throw new InvalidConfigException(
+          file.toString(), List.of("cannot read the policy file: " + e.getMessage()));
+    }
+  }
+
+  /** Parses and validates policy YAML; {@code source} names it in error messages. */
+  public static Policies parse(String yaml, String source) {
+    JsonNode root;
+    try {
+      root = YAML.readTree(yaml);
+    } catch (JsonProcessingException e) {
+      throw new InvalidConfigException(
+          source, List.of("not valid YAML: " + e.getOriginalMessage()));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    Problems problems = new Problems(source);
+    if (root == null || !root.isObject()) {
+      problems.add("the file must be a mapping with the keys 'segments' and 'default'");
+      problems.throwIfAny();
+    }
+    unknownKeys(root, List.of("segments", "default"), "", problems);
+    List<Policy> segments = new ArrayList<>();
+    JsonNode list = root.path("segments");
+    if (!list.isMissingNode() && !list.isArray()) {
+      problems.add("segments", list, "a list of segments, highest priority first");
+    }
+    Set<String> seen = new HashSet<>();
+    for (int i = 0; list.isArray() && i < list.size(); i++) {
+      String path = "segments[" + i + "]";
+      JsonNode node = list.get(i);
+      String name = node.path("name").asText(null);
+      if (name == null || !NAME.matcher(name).matches() || name.equals(Policy.DEFAULT)) {
+        problems.add(
+            path + ".name",
+            name,
+            "lower-case letters, digits, '.', '_' or '-', at most 64, and not 'default'");
+      } else if (!seen.add(name)) {
+        problems.add(path + ".name", name, "each segment may appear once");
+      }
+      unknownKeys(node, List.of("name", "caps", "min-interval"), path + ".", problems);
+      segments.add(policy(name, node, path, problems));
+    }
+    JsonNode def = root.path("default");
+    if (def.isMissingNode()) {
+      problems.add("default", null, "a policy for users in no segment, with at least one cap");
+    } else {
+      unknownKeys(def, List.of("caps", "min-interval"), "default.", problems);
+    }
+    Policy defaultPolicy = policy(Policy.DEFAULT, def, "default", problems);
+    problems.throwIfAny();
+    return new Policies(segments, defaultPolicy);
+  }
+
+  private static Policy policy(String name, JsonNode node, String path, Problems problems) {
+    List<Cap> caps = new ArrayList<>();
+    JsonNode list = node.path("caps");
+    if (!node.isMissingNode() && (!list.isArray() || list.isEmpty())) {
+      problems.add(
+          path + ".caps", list.isMissingNode() ? null : list, "a list of one or more caps");
+    }
+    for (int i = 0; list.isArray() && i < list.size(); i++) {
+      String capPath = path + ".caps[" + i + "]";
+      JsonNode capNode = list.get(i);
+      unknownKeys(capNode, List.of("window", "limit"), capPath + ".", problems);
+      String window = capNode.path("window").asText(null);
+      Duration duration = Durations.parse(window).orElse(null);
+      if (duration == null) {
+        problems.add(capPath + ".window", window, Durations.ALLOWED);
+      }
+      JsonNode limit = capNode.path("limit");
+      if (!limit.canConvertToInt() || !limit.isIntegralNumber() || limit.intValue() < 1) {
+        problems.add(
+            capPath + ".limit",
+            limit.isMissingNode() ? null : limit.asText(),
+            "a whole number >= 1");
+      } else if (duration != null) {
+        caps.add(new Cap(window.trim(), duration, limit.intValue()));
+      }
+    }
+    Duration minInterval = Duration.ZERO;
+    JsonNode interval = node.path("min-interval");
+    if (!interval.isMissingNode()) {
+      minInterval = Durations.parse(interval.asText()).orElse(null);
+      if (minInterval == null) {
+        problems.add(path + ".min-interval", interval.asText(), Durations.ALLOWED);
+        minInterval = Duration.ZERO;
+      }
+    }
+    return new Policy(name == null ? "?" : name, caps, minInterval);
+  }
+
+  private static void unknownKeys(JsonNode node, List<String> known, String path, Problems p) {
+    for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
+      String key = it.next();
+      if (!known.contains(key)) {
+        p.add(
+            path + key,
+            node.get(key).asText(),
+            "unknown key; allowed: " + String.join(", ", known));
+      }
+    }
+  }
+}

@@ -1,0 +1,32 @@
+package io.sendcap.config;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The caps that apply to the users of one segment.
+ *
+ * @param segment the segment's name, or {@code default} for users in no segment
+ * @param caps the caps, in the order they are checked and reported
+ * @param minInterval the least time between two sends to one user; {@link Duration#ZERO} for none
+ */
+public record Policy(String segment, List<Cap> caps, Duration minInterval) {
+  /** The name of the policy for users in no segment. */
+  public static final String DEFAULT = "default";
+
+  /** Creates a policy; the list of caps is copied. */
+  public Policy {
+    caps = List.copyOf(caps);
+  }
+
+  /** The longest span the policy looks back: its longest window or its minimum interval. */
+  public Duration horizon() {
+    Duration longest = minInterval;
+    for (Cap cap : caps) {
+      if (cap.window().compareTo(longest) > 0) {
+        longest = cap.window();
+      }
+    }
+    return longest;
+  }
+}

@@ -1,0 +1,286 @@
+package io.sendcap.config;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.streams.StreamsConfig;
+
+/**
+ * The application's settings, read and validated once at start-up.
+ *
+ * <p>Keys under {@code topic.}, {@code cap.}, {@code batch.}, {@code policies.}, {@code segments.}
+ * and {@code avro.} are sendcap's own; every other key is a Kafka Streams or client property and is
+ * passed to Kafka Streams as it is. {@code config/sendcap.properties} lists every key with its
+ * default.
+ *
+ * @param streams the Kafka Streams properties, sendcap's defaults applied
+ * @param topics the topic names
+ * @param policiesFile the policy file
+ * @param segmentsDir the directory of segment files, one {@code NAME.ids} file per segment
+ * @param limiter the settings of the Redis limiter
+ * @param batch when a task's micro-batch is flushed
+ * @param avroSerde {@code single-object}, or the class name of a Kafka {@code Serde} for Avro
+ */
+public record SendcapConfig(
+    Properties streams,
+    Topics topics,
+    Path policiesFile,
+    Path segmentsDir,
+    Limiter limiter,
+    Batch batch,
+    String avroSerde) {
+
+  /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
+  public static final String SINGLE_OBJECT = "single-object";
+
+  private static final Set<String> OWN_PREFIXES =
+      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.");
+
+  /** What the Kafka Streams properties default to when the file does not set them. */
+  private static final Map<String, String> STREAMS_DEFAULTS =
+      Map.of(
+          StreamsConfig.APPLICATION_ID_CONFIG, "sendcap",
+          StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2,
+          StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+
+  /** Topic names. */
+  public record Topics(String input, String deliveries, String suppressed, String deadLetters) {}
+
+  /** When a task flushes its micro-batch: at {@code maxRecords} or after {@code maxWait}. */
+  public record Batch(int maxRecords, Duration maxWait) {}
+
+  /** What a send is checked against when Redis cannot be reached. */
+  public enum FailureMode {
+    /** Retry with backoff and decide nothing until Redis answers: nothing lost. */
+    BLOCK,
+    /** Deliver unchecked, marked fail-open. */
+    ALLOW,
+    /** Suppress with reason LIMITER_UNAVAILABLE. */
+    SUPPRESS
+  }
+
+  /** Which time a decision is made at. */
+  public enum Clock {
+    /** The instance's wall clock. */
+    WALL,
+    /** The send's {@code scheduledAt}: deterministic replays and tests. */
+    EVENT
+  }
+
+  /**
+   * Settings of the Redis limiter.
+   *
+   * @param uris the Redis URIs: one for standalone, one or more seeds for a cluster
+   * @param cluster whether the URIs name a Redis Cluster
+   * @param keyPrefix the prefix of every key sendcap writes
+   * @param timeout how long one pipelined batch may take before Redis counts as unreachable
+   * @param failureMode what happens while Redis is unreachable
+   * @param blockTimeout in block mode, how long a flush retries before the stream thread is
+   *     restarted (the batch is kept in the changelogged buffer and decided after the restart)
+   * @param clock which time decisions are made at
+   * @param idempotencyRetention how long a logged send is kept at least, even when it has left
+   *     every window, so that a replay of it within this time is recognised and not counted again
+   */
+  public record Limiter(
+      List<String> uris,
+      boolean cluster,
+      String keyPrefix,
+      Duration timeout,
+      FailureMode failureMode,
+      Duration blockTimeout,
+      Clock clock,
+      Duration idempotencyRetention) {
+    /** Creates the settings; the list is copied. */
+    public Limiter {
+      uris = List.copyOf(uris);
+    }
+  }
+
+  /** Reads and validates a properties file. */
+  public static SendcapConfig load(Path file) {
+    Properties props = new Properties();
+    try (var reader = Files.newBufferedReader(file)) {
+      props.load(reader);
+    } catch (IOException e) {
+      throw new InvalidConfigException(
+          file.toString(), List.of("cannot read the configuration: " + e.getMessage()));
+    }
+    return from(props, file.toString());
+  }
+
+  /** Validates properties, reporting every invalid value at once; {@code source} names them. */
+  public static SendcapConfig from(Properties props, String source) {
+    Values r = new Values(props, new Problems(source));
+    Topics topics =
+        new Topics(
+            r.string("topic.input", "campaign-sends"),
+            r.string("topic.deliveries", "deliveries"),
+            r.string("topic.suppressed", "suppressed"),
+            r.string("topic.dlq", "campaign-sends-dlq"));
+    Limiter limiter =
+        new Limiter(
+            r.redisUris("cap.redis.uri", "redis://localhost:6379"),
+            r.bool("cap.redis.cluster", false),
+            r.string("cap.redis.key-prefix", "sc"),
+            r.millis("cap.redis.timeout.ms", 5_000),
+            r.choice("cap.redis.failure-mode", FailureMode.BLOCK),
+            r.millis("cap.redis.block.timeout.ms", 240_000),
+            r.choice("cap.clock", Clock.WALL),
+            r.millis("cap.idempotency.retention.ms", 86_400_000));
+    Batch batch =
+        new Batch(
+            r.intRange("batch.max.records", 500, 1, 100_000), r.millis("batch.max.wait.ms", 50));
+    Path policies = Path.of(r.string("policies.file", "config/policies.yaml"));
+    Path segments = Path.of(r.string("segments.dir", "config/segments"));
+    String serde = r.string("avro.serde", SINGLE_OBJECT);
+    Properties streams = r.streams();
+    r.problems.throwIfAny();
+    return new SendcapConfig(streams, topics, policies, segments, limiter, batch, serde);
+  }
+
+  /** Reads typed values, recording a problem for each invalid one and for unknown own keys. */
+  private static final class Values {
+    private static final Set<String> KNOWN =
+        Set.of(
+            "topic.input",
+            "topic.deliveries",
+            "topic.suppressed",
+            "topic.dlq",
+            "cap.redis.uri",
+            "cap.redis.cluster",
+            "cap.redis.key-prefix",
+            "cap.redis.timeout.ms",
+            "cap.redis.failure-mode",
+            "cap.redis.block.timeout.ms",
+            "cap.clock",
+            "cap.idempotency.retention.ms",
+            "batch.max.records",
+            "batch.max.wait.ms",
+            "policies.file",
+            "segments.dir",
+            "avro.serde");
+
+    private final Properties props;
+    private final Problems problems;
+
+    Values(Properties props, Problems problems) {
+      this.props = props;
+      this.problems = problems;
+      for (String key : new TreeMap<>(props).keySet().stream().map(String::valueOf).toList()) {
+        if (isOwn(key) && !KNOWN.contains(key)) {
+          problems.add(key, props.getProperty(key), "unknown key; see config/sendcap.properties");
+        }
+      }
+    }
+
+    private static boolean isOwn(String key) {
+      return OWN_PREFIXES.stream().anyMatch(key::startsWith);
+    }
+
+    String string(String key, String defaultValue) {
+      String value = props.getProperty(key, defaultValue).trim();
+      if (value.isEmpty()) {
+        problems.add(key, value, "a non-empty value");
+        return defaultValue;
+      }
+      return value;
+    }
+
+    boolean bool(String key, boolean defaultValue) {
+      String value = string(key, String.valueOf(defaultValue));
+      if (!value.equals("true") && !value.equals("false")) {
+        problems.add(key, value, "true or false");
+        return defaultValue;
+      }
+      return Boolean.parseBoolean(value);
+    }
+
+    int intRange(String key, int defaultValue, int min, int max) {
+      String value = string(key, String.valueOf(defaultValue));
+      try {
+        int n = Integer.parseInt(value);
+        if (n >= min && n <= max) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      problems.add(key, value, "a whole number from " + min + " to " + max);
+      return defaultValue;
+    }
+
+    Duration millis(String key, int defaultValue) {
+      return Duration.ofMillis(intRange(key, defaultValue, 1, Integer.MAX_VALUE));
+    }
+
+    <E extends Enum<E>> E choice(String key, E defaultValue) {
+      String value = string(key, name(defaultValue));
+      for (E e : defaultValue.getDeclaringClass().getEnumConstants()) {
+        if (name(e).equals(value)) {
+          return e;
+        }
+      }
+      List<String> allowed =
+          Arrays.stream(defaultValue.getDeclaringClass().getEnumConstants())
+              .map(Values::name)
+              .toList();
+      problems.add(key, value, "one of " + String.join(", ", allowed));
+      return defaultValue;
+    }
+
+    private static String name(Enum<?> e) {
+      return e.name().toLowerCase(Locale.ROOT);
+    }
+
+    List<String> redisUris(String key, String defaultValue) {
+      List<String> uris = new ArrayList<>();
+      for (String uri : string(key, defaultValue).split(",")) {
+        String trimmed = uri.trim();
+        if (validRedisUri(trimmed)) {
+          uris.add(trimmed);
+        } else {
+          problems.add(key, trimmed, "redis://host:port or rediss://host:port, comma-separated");
+        }
+      }
+      return uris;
+    }
+
+    private static boolean validRedisUri(String uri) {
+      try {
+        URI parsed = new URI(uri);
+        return ("redis".equals(parsed.getScheme()) || "rediss".equals(parsed.getScheme()))
+            && parsed.getHost() != null;
+      } catch (URISyntaxException e) {
+        return false;
+      }
+    }
+
+    Properties streams() {
+      Properties streams = new Properties();
+      STREAMS_DEFAULTS.forEach(streams::setProperty);
+      for (String key : props.stringPropertyNames()) {
+        if (!isOwn(key)) {
+          streams.setProperty(key, props.getProperty(key).trim());
+        }
+      }
+      try {
+        new StreamsConfig(streams);
+      } catch (ConfigException e) {
+        problems.add(e.getMessage());
+      }
+      return streams;
+    }
+  }
+}

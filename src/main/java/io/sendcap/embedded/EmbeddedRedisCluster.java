@@ -1,0 +1,207 @@
+package io.sendcap.embedded;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Redis Cluster of masters without replicas, each a {@code redis-server --cluster-enabled yes}
+ * child process on free ports of 127.0.0.1 (client port p, cluster bus port p + 10000).
+ *
+ * <p>Node {@code i} of {@code n} owns the contiguous slots {@code [i * 16384 / n, (i + 1) * 16384 /
+ * n)}; without replicas, a stopped node's slots stay unserved until {@link #restart(int)}.
+ */
+public final class EmbeddedRedisCluster implements AutoCloseable {
+  /** The number of masters that {@link #start()} starts. */
+  public static final int DEFAULT_NODES = 3;
+
+  /** The number of hash slots of a Redis Cluster. */
+  public static final int SLOTS = 16_384;
+
+  /**
+   * How long the other nodes take to consider a stopped node failed ({@code cluster-node-timeout}).
+   */
+  public static final Duration NODE_TIMEOUT = Duration.ofSeconds(2);
+
+  /** How long start and restart wait for every node to report {@code cluster_state:ok}. */
+  public static final Duration CONVERGENCE_TIMEOUT = Duration.ofSeconds(30);
+
+  private static final Logger LOG = LoggerFactory.getLogger(EmbeddedRedisCluster.class);
+  private static final Duration POLL_INTERVAL = Duration.ofMillis(50);
+
+  private final List<EmbeddedRedis> nodes = new ArrayList<>();
+
+  private EmbeddedRedisCluster() {}
+
+  /** Starts a cluster of {@link #DEFAULT_NODES} masters and returns once it serves every slot. */
+  public static EmbeddedRedisCluster start() {
+    return start(DEFAULT_NODES);
+  }
+
+  /**
+   * Starts a cluster of {@code nodeCount} masters and returns once every node reports {@code
+   * cluster_state:ok}.
+   *
+   * @throws IllegalArgumentException if {@code nodeCount} is not positive
+   * @throws IllegalStateException if a node does not start or the cluster does not converge within
+   *     {@link #CONVERGENCE_TIMEOUT}
+   */
+  public static EmbeddedRedisCluster start(int nodeCount) {
+    if (nodeCount < 1) {
+      throw new IllegalArgumentException("node count must be at least 1, was " + nodeCount);
+    }
+    EmbeddedRedisCluster cluster = new EmbeddedRedisCluster();
+    try {
+      cluster.launchNodes(nodeCount);
+      cluster.assignSlots();
+      cluster.meet();
+      cluster.awaitOk();
+    } catch (RuntimeException e) {
+      cluster.close();
+      throw e;
+    }
+    LOG.info("Redis Cluster accepts clients at {}", cluster.uris());
+    return cluster;
+  }
+
+  /** Returns the URI of every node, in node order, e.g. {@code redis://127.0.0.1:40123}. */
+  public List<String> uris() {
+    return nodes.stream().map(EmbeddedRedis::uri).toList();
+  }
+
+  /** Returns the index of the node that owns {@code slot}. */
+  public int nodeForSlot(int slot) {
+    if (slot < 0 || slot >= SLOTS) {
+      throw new IllegalArgumentException("slot must be in [0, " + SLOTS + "), was " + slot);
+    }
+    int node = nodes.size() - 1;
+    while (firstSlot(node) > slot) {
+      node--;
+    }
+    return node;
+  }
+
+  /**
+   * Stops node {@code node}, keeping its port and cluster identity; its slots are unserved, and the
+   * other nodes report {@code cluster_state:fail} once {@link #NODE_TIMEOUT} has passed.
+   */
+  public synchronized void stop(int node) {
+    nodes.get(node).stop();
+  }
+
+  /**
+   * Starts node {@code node} again on the same port and returns once every node reports {@code
+   * cluster_state:ok}; a running node is restarted.
+   */
+  public synchronized void restart(int node) {
+    nodes.get(node).restart();
+    awaitOk();
+  }
+
+  /** Stops every node and deletes their directories. */
+  @Override
+  public synchronized void close() {
+    RuntimeException failure = null;
+    for (EmbeddedRedis node : nodes) {
+      try {
+        node.close();
+      } catch (RuntimeException e) {
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
+  }
+
+  private void launchNodes(int nodeCount) {
+    Set<Integer> taken = new HashSet<>();
+    for (int i = 0; i < nodeCount; i++) {
+      int port = FreePorts.pickWithClusterBus(taken);
+      taken.add(port);
+      taken.add(port + FreePorts.CLUSTER_BUS_OFFSET);
+      nodes.add(EmbeddedRedis.launched(new EmbeddedRedis(port, clusterOptions(port))));
+    }
+  }
+
+  private static List<String> clusterOptions(int port) {
+    return List.of(
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", "nodes-" + port + ".conf",
+        "--cluster-node-timeout", "" + NODE_TIMEOUT.toMillis());
+  }
+
+  private void assignSlots() {
+    for (int i = 0; i < nodes.size(); i++) {
+      List<String> command = new ArrayList<>(List.of("CLUSTER", "ADDSLOTS"));
+      for (int slot = firstSlot(i); slot < firstSlot(i + 1); slot++) {
+        command.add(Integer.toString(slot));
+      }
+      call(nodes.get(i), command.toArray(String[]::new));
+    }
+  }
+
+  private int firstSlot(int node) {
+    return node * SLOTS / nodes.size();
+  }
+
+  private void meet() {
+    EmbeddedRedis first = nodes.get(0);
+    for (EmbeddedRedis other : nodes.subList(1, nodes.size())) {
+      call(first, "CLUSTER", "MEET", "127.0.0.1", Integer.toString(other.port()));
+    }
+  }
+
+  private void awaitOk() {
+    Instant deadline = Instant.now().plus(CONVERGENCE_TIMEOUT);
+    while (!nodes.stream().allMatch(this::isOk)) {
+      if (Instant.now().isAfter(deadline)) {
+        throw new IllegalStateException(
+            "Redis Cluster "
+                + uris()
+                + " did not reach cluster_state:ok on every node within "
+                + CONVERGENCE_TIMEOUT);
+      }
+      pause();
+    }
+  }
+
+  private boolean isOk(EmbeddedRedis node) {
+    try {
+      String info = node.call("CLUSTER", "INFO");
+      return info.contains("cluster_state:ok")
+          && info.contains("cluster_known_nodes:" + nodes.size() + "\r\n");
+    } catch (IOException e) {
+      LOG.debug("Redis Cluster node {} not ready: {}", node.uri(), e.getMessage());
+      return false;
+    }
+  }
+
+  private static String call(EmbeddedRedis node, String... command) {
+    try {
+      return node.call(command);
+    } catch (IOException e) {
+      throw new IllegalStateException(
+          "Redis Cluster node " + node.uri() + " failed " + command[0] + " " + command[1], e);
+    }
+  }
+
+  private static void pause() {
+    try {
+      Thread.sleep(POLL_INTERVAL.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("Interrupted while waiting for Redis Cluster", e);
+    }
+  }
+}

@@ -1,0 +1,38 @@
+package io.sendcap.embedded;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+/** Temporary directories that the embedded servers create and delete. */
+final class TempDirs {
+  private TempDirs() {}
+
+  /** Creates a new empty directory in the system's temporary directory. */
+  static Path create(String prefix) {
+    try {
+      return Files.createTempDirectory(prefix);
+    } catch (IOException e) {
+      throw new UncheckedIOException("Could not create a temporary directory " + prefix + "*", e);
+    }
+  }
+
+  /** Deletes a file, or a directory and everything in it; a missing path is not an error. */
+  static void delete(Path dir) {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (Stream<Path> walk = Files.walk(dir)) {
+      List<Path> paths = walk.sorted(Comparator.reverseOrder()).toList();
+      for (Path path : paths) {
+        Files.deleteIfExists(path);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("Could not delete " + dir, e);
+    }
+  }
+}

@@ -1,0 +1,138 @@
+package io.sendcap.limit;
+
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.sendcap.config.SendcapConfig;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The Redis client of the limiter: one per application, handing out one {@link RedisSlidingLog}
+ * (one connection) per stream task.
+ *
+ * <p>Standalone Redis and Redis Cluster are both supported; with a cluster, each call is routed to
+ * the node that owns its key's slot.
+ */
+public final class RedisConnector implements AutoCloseable {
+  /** The classpath resource of the sliding-log script. */
+  static final String SCRIPT = "/lua/sliding_log.lua";
+
+  private final SendcapConfig.Limiter settings;
+  private final RedisClient standalone;
+  private final RedisClusterClient cluster;
+  private final byte[] script;
+  private final String sha;
+  private final LongAdder calls = new LongAdder();
+  private final LongAdder flushes = new LongAdder();
+
+  private RedisConnector(SendcapConfig.Limiter settings) {
+    this.settings = settings;
+    this.script = readScript();
+    this.sha = Scripts.sha1(script);
+    TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout());
+    if (settings.cluster()) {
+      this.standalone = null;
+      this.cluster =
+          RedisClusterClient.create(settings.uris().stream().map(RedisURI::create).toList());
+      cluster.setOptions(
+          ClusterClientOptions.builder()
+              .timeoutOptions(timeouts)
+              .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+              .build());
+    } else {
+      this.cluster = null;
+      this.standalone = RedisClient.create(RedisURI.create(settings.uris().get(0)));
+      standalone.setOptions(
+          ClientOptions.builder()
+              .timeoutOptions(timeouts)
+              .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+              .build());
+    }
+  }
+
+  /**
+   * Connects to Redis and loads the script, failing fast if Redis cannot be reached.
+   *
+   * @throws LimiterUnavailableException if Redis does not answer
+   */
+  public static RedisConnector connect(SendcapConfig.Limiter settings) {
+    RedisConnector connector = new RedisConnector(settings);
+    try (RedisSlidingLog log = connector.open()) {
+      log.loadScript();
+    } catch (RuntimeException e) {
+      connector.close();
+      throw e;
+    }
+    return connector;
+  }
+
+  /** Opens a connection of its own for one stream task. */
+  public RedisSlidingLog open() {
+    StatefulConnection<byte[], byte[]> connection;
+    try {
+      connection =
+          cluster != null
+              ? cluster.connect(ByteArrayCodec.INSTANCE)
+              : standalone.connect(ByteArrayCodec.INSTANCE);
+    } catch (RuntimeException e) {
+      throw new LimiterUnavailableException(
+          "cannot connect to Redis at " + settings.uris() + ": " + e.getMessage(), e);
+    }
+    return new RedisSlidingLog(connection, this);
+  }
+
+  SendcapConfig.Limiter settings() {
+    return settings;
+  }
+
+  byte[] script() {
+    return script;
+  }
+
+  String sha() {
+    return sha;
+  }
+
+  void recordFlush(int callsInFlush) {
+    calls.add(callsInFlush);
+    flushes.increment();
+  }
+
+  /** Script calls sent so far, over all connections. */
+  public long calls() {
+    return calls.sum();
+  }
+
+  /** Pipelined flushes (network round trips) so far, over all connections. */
+  public long flushes() {
+    return flushes.sum();
+  }
+
+  @Override
+  public void close() {
+    if (cluster != null) {
+      cluster.shutdown();
+    } else {
+      standalone.shutdown();
+    }
+  }
+
+  private static byte[] readScript() {
+    try (InputStream in = RedisConnector.class.getResourceAsStream(SCRIPT)) {
+      if (in == null) {
+        throw new IllegalStateException("missing classpath resource " + SCRIPT);
+      }
+      return in.readAllBytes();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

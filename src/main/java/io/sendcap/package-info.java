@@ -1,0 +1,2 @@
+/** sendcap: per-user frequency caps for campaign sends. */
+package io.sendcap;

@@ -1,0 +1,239 @@
+package io.sendcap.topology;
+
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.internal.PendingSend;
+import io.sendcap.config.Policies;
+import io.sendcap.config.Policy;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.CapStore;
+import io.sendcap.limit.Decision;
+import io.sendcap.limit.LimiterUnavailableException;
+import io.sendcap.segment.SegmentIndex;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Supplier;
+import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Decides the sends of one task in micro-batches: one pipelined round trip to the cap store per
+ * batch, outputs forwarded in input order.
+ *
+ * <p>No loss: a send is put in a changelogged store keyed by its input offset before {@code
+ * process()} returns, and deleted only after its decision has been forwarded from the stream
+ * thread. Kafka Streams commits input offsets, outputs and the store's changelog together, so a
+ * send whose offset is committed undecided is in the committed changelog: after a crash or a
+ * rebalance the store is restored (on this or another instance) and the send decided then. A batch
+ * is flushed when it holds {@code batch.max.records} sends, and by a wall-clock punctuator once its
+ * oldest send has waited {@code batch.max.wait.ms}. Deciding a send twice is harmless: the limiter
+ * is idempotent by message id.
+ */
+final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], SpecificRecord> {
+  private static final Logger LOG = LoggerFactory.getLogger(CapProcessor.class);
+  private static final long MAX_BACKOFF_MS = 5_000;
+
+  private final SendcapConfig config;
+  private final SegmentIndex segments;
+  private final Map<String, Policy> policies = new HashMap<>();
+  private final Policy defaultPolicy;
+  private final Supplier<CapStore> capStores;
+  private final InstantSource wallClock;
+  private final String storeName;
+  private final TreeMap<Long, PendingSend> pending = new TreeMap<>();
+
+  private ProcessorContext<byte[], SpecificRecord> context;
+  private KeyValueStore<Long, PendingSend> buffer;
+  private CapStore capStore;
+  private long oldestPendingSince;
+
+  CapProcessor(
+      SendcapConfig config,
+      Policies policies,
+      SegmentIndex segments,
+      Supplier<CapStore> capStores,
+      InstantSource wallClock,
+      String storeName) {
+    this.config = config;
+    this.segments = segments;
+    policies.segments().forEach(p -> this.policies.put(p.segment(), p));
+    this.defaultPolicy = policies.defaultPolicy();
+    this.capStores = capStores;
+    this.wallClock = wallClock;
+    this.storeName = storeName;
+  }
+
+  @Override
+  public void init(ProcessorContext<byte[], SpecificRecord> context) {
+    this.context = context;
+    this.buffer = context.getStateStore(storeName);
+    try (KeyValueIterator<Long, PendingSend> restored = buffer.all()) {
+      restored.forEachRemaining(kv -> pending.put(kv.key, kv.value));
+    }
+    if (!pending.isEmpty()) {
+      LOG.info("task {}: {} restored sends to decide", context.taskId(), pending.size());
+    }
+    oldestPendingSince = context.currentSystemTimeMs();
+    capStore = capStores.get();
+    Duration maxWait = config.batch().maxWait();
+    Duration tick = Duration.ofMillis(Math.max(1, maxWait.toMillis() / 2));
+    context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::punctuate);
+  }
+
+  @Override
+  public void process(Record<byte[], ScheduledSend> record) {
+    long offset =
+        context
+            .recordMetadata()
+            .orElseThrow(() -> new IllegalStateException("a send without input offset"))
+            .offset();
+    ScheduledSend send = record.value();
+    String segment = segments.segmentOf(send.getUserId());
+    PendingSend entry =
+        new PendingSend(
+            record.key() == null ? null : ByteBuffer.wrap(record.key()),
+            record.timestamp(),
+            segment == null ? Policy.DEFAULT : segment,
+            send);
+    if (pending.isEmpty()) {
+      oldestPendingSince = context.currentSystemTimeMs();
+    }
+    buffer.put(offset, entry);
+    pending.put(offset, entry);
+    if (pending.size() >= config.batch().maxRecords()) {
+      flush();
+    }
+  }
+
+  private void punctuate(long wallTime) {
+    if (!pending.isEmpty()
+        && wallTime - oldestPendingSince >= config.batch().maxWait().toMillis()) {
+      flush();
+    }
+  }
+
+  private void flush() {
+    long now = wallClock.millis();
+    List<PendingSend> sends = new ArrayList<>(pending.values());
+    List<CapRequest> requests = new ArrayList<>(sends.size());
+    for (PendingSend p : sends) {
+      if (!p.getSend().getTransactional()) {
+        requests.add(request(p, now));
+      }
+    }
+    List<Decision> decisions = requests.isEmpty() ? List.of() : decide(requests);
+    int next = 0;
+    for (PendingSend p : sends) {
+      ScheduledSend send = p.getSend();
+      long decidedAt = decisionTime(send, now);
+      SpecificRecord out;
+      if (send.getTransactional()) {
+        out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
+      } else if (decisions == null) {
+        next++;
+        out = unavailable(send, p.getSegment(), decidedAt);
+      } else {
+        out = Outcomes.of(send, policyOf(p.getSegment()), decisions.get(next++), decidedAt);
+      }
+      context.forward(new Record<>(key(p), out, p.getTimestamp()));
+    }
+    for (Long offset : pending.keySet()) {
+      buffer.delete(offset);
+    }
+    pending.clear();
+  }
+
+  private CapRequest request(PendingSend p, long now) {
+    ScheduledSend send = p.getSend();
+    return new CapRequest(
+        send.getUserId(), send.getMessageId(), decisionTime(send, now), policyOf(p.getSegment()));
+  }
+
+  private long decisionTime(ScheduledSend send, long now) {
+    return config.limiter().clock() == SendcapConfig.Clock.EVENT
+        ? send.getScheduledAt().toEpochMilli()
+        : now;
+  }
+
+  private Policy policyOf(String segment) {
+    return policies.getOrDefault(segment, defaultPolicy);
+  }
+
+  private SpecificRecord unavailable(ScheduledSend send, String segment, long decidedAt) {
+    return config.limiter().failureMode() == SendcapConfig.FailureMode.ALLOW
+        ? Outcomes.delivery(send, segment, decidedAt, true)
+        : Outcomes.unavailable(send, segment, decidedAt);
+  }
+
+  /**
+   * Asks the cap store, applying {@code cap.redis.failure-mode} while it cannot be reached.
+   *
+   * @return the decisions, or null if the store is unreachable and the mode is allow or suppress
+   */
+  private List<Decision> decide(List<CapRequest> requests) {
+    long deadline = wallClock.millis() + config.limiter().blockTimeout().toMillis();
+    long backoff = 100;
+    while (true) {
+      try {
+        return capStore.decide(requests);
+      } catch (LimiterUnavailableException e) {
+        if (config.limiter().failureMode() != SendcapConfig.FailureMode.BLOCK) {
+          LOG.warn(
+              "limiter unavailable, {} sends decided by failure mode: {}",
+              requests.size(),
+              e.getMessage());
+          return null;
+        }
+        if (wallClock.millis() >= deadline) {
+          throw e;
+        }
+        LOG.warn(
+            "limiter unavailable, {} sends wait; retrying in {} ms: {}",
+            requests.size(),
+            backoff,
+            e.getMessage());
+        sleep(backoff);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LimiterUnavailableException("interrupted while waiting for Redis", e);
+    }
+  }
+
+  private static byte[] key(PendingSend p) {
+    ByteBuffer key = p.getKey();
+    if (key == null) {
+      return null;
+    }
+    byte[] bytes = new byte[key.remaining()];
+    key.duplicate().get(bytes);
+    return bytes;
+  }
+
+  @Override
+  public void close() {
+    if (capStore != null) {
+      capStore.close();
+    }
+  }
+}

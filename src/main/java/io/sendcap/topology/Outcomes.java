@@ -1,0 +1,60 @@
+package io.sendcap.topology;
+
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
+import io.sendcap.avro.SuppressionReason;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import io.sendcap.limit.Decision;
+import java.time.Instant;
+import org.apache.avro.specific.SpecificRecord;
+
+/** Turns decisions into the records of the output topics. */
+final class Outcomes {
+  private Outcomes() {}
+
+  /** The record for a send the limiter decided. */
+  static SpecificRecord of(ScheduledSend send, Policy policy, Decision decision, long decidedAt) {
+    if (decision.allowed()) {
+      return delivery(send, policy.segment(), decidedAt, false);
+    }
+    Suppression.Builder s =
+        Suppression.newBuilder()
+            .setSend(send)
+            .setSegment(policy.segment())
+            .setDecidedAt(Instant.ofEpochMilli(decidedAt))
+            .setNextEligibleAt(Instant.ofEpochMilli(decision.nextEligibleAt()));
+    if (decision.outcome() == Decision.Outcome.CAPPED) {
+      Cap cap = policy.caps().get(decision.capIndex());
+      s.setReason(SuppressionReason.CAP)
+          .setCapWindow(cap.name())
+          .setCapWindowMs(cap.window().toMillis())
+          .setCapLimit(cap.limit())
+          .setCapCount(decision.count());
+    } else {
+      s.setReason(SuppressionReason.MIN_INTERVAL);
+    }
+    return s.build();
+  }
+
+  /** The record for a send delivered without a decision of the limiter. */
+  static Delivery delivery(ScheduledSend send, String segment, long decidedAt, boolean failOpen) {
+    return Delivery.newBuilder()
+        .setSend(send)
+        .setSegment(segment)
+        .setDecidedAt(Instant.ofEpochMilli(decidedAt))
+        .setFailOpen(failOpen)
+        .build();
+  }
+
+  /** The record for a send suppressed because the limiter could not be asked. */
+  static Suppression unavailable(ScheduledSend send, String segment, long decidedAt) {
+    return Suppression.newBuilder()
+        .setSend(send)
+        .setSegment(segment)
+        .setReason(SuppressionReason.LIMITER_UNAVAILABLE)
+        .setDecidedAt(Instant.ofEpochMilli(decidedAt))
+        .build();
+  }
+}

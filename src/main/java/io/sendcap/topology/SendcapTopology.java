@@ -1,0 +1,131 @@
+package io.sendcap.topology;
+
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
+import io.sendcap.avro.internal.PendingSend;
+import io.sendcap.config.Policies;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapStore;
+import io.sendcap.segment.SegmentIndex;
+import io.sendcap.serde.AvroSerdes;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import java.time.InstantSource;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.function.Supplier;
+import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorSupplier;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
+
+/**
+ * The sendcap topology: campaign sends in, each decided against its user's caps, out to the
+ * deliveries or the suppressed topic; records that cannot be read go to the dead-letter topic.
+ *
+ * <p>Called the same way by the application and by {@code TopologyTestDriver} tests.
+ */
+public final class SendcapTopology {
+  /** The changelogged store of each task's undecided sends, keyed by input offset. */
+  public static final String PENDING_STORE = "pending-sends";
+
+  private SendcapTopology() {}
+
+  /**
+   * Builds the topology.
+   *
+   * @param config the application settings
+   * @param policies the caps of each segment
+   * @param segments where each user's segment is looked up
+   * @param capStores opens a cap store for each task
+   * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
+   */
+  public static Topology build(
+      SendcapConfig config,
+      Policies policies,
+      SegmentIndex segments,
+      Supplier<CapStore> capStores,
+      InstantSource wallClock) {
+    Map<String, Object> props = new HashMap<>();
+    config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
+    Serde<ScheduledSend> sends = AvroSerdes.of(ScheduledSend.class, config.avroSerde(), props);
+    Serde<Delivery> deliveries = AvroSerdes.of(Delivery.class, config.avroSerde(), props);
+    Serde<Suppression> suppressions = AvroSerdes.of(Suppression.class, config.avroSerde(), props);
+    Serde<ScheduledSend> validated =
+        Serdes.serdeFrom(sends.serializer(), new SendValidator(sends.deserializer()));
+
+    StoreBuilder<?> pendingStore =
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore(PENDING_STORE),
+                Serdes.Long(),
+                new SingleObjectAvroSerde<>(PendingSend.class))
+            .withCachingEnabled();
+    ProcessorSupplier<byte[], ScheduledSend, byte[], SpecificRecord> decide =
+        new ProcessorSupplier<>() {
+          @Override
+          public Processor<byte[], ScheduledSend, byte[], SpecificRecord> get() {
+            return new CapProcessor(
+                config, policies, segments, capStores, wallClock, PENDING_STORE);
+          }
+
+          @Override
+          public Set<StoreBuilder<?>> stores() {
+            return Set.of(pendingStore);
+          }
+        };
+
+    SendcapConfig.Topics topics = config.topics();
+    StreamsBuilder builder = new StreamsBuilder();
+    builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), validated).withName("sends"))
+        .process(decide, Named.as("decide"))
+        .split(Named.as("decision-"))
+        .branch(
+            (key, value) -> value instanceof Delivery,
+            Branched.withConsumer(
+                allowed ->
+                    allowed
+                        .mapValues(v -> (Delivery) v, Named.as("as-delivery"))
+                        .to(
+                            topics.deliveries(),
+                            Produced.with(Serdes.ByteArray(), deliveries).withName("deliveries")),
+                "allowed"))
+        .defaultBranch(
+            Branched.withConsumer(
+                capped ->
+                    capped
+                        .mapValues(v -> (Suppression) v, Named.as("as-suppression"))
+                        .to(
+                            topics.suppressed(),
+                            Produced.with(Serdes.ByteArray(), suppressions).withName("suppressed")),
+                "capped"));
+    return builder.build();
+  }
+
+  /**
+   * The Kafka Streams properties to run the topology with: the configured ones, plus the
+   * dead-letter topic for records that cannot be read.
+   */
+  public static Properties streamsProperties(SendcapConfig config) {
+    Properties props = new Properties();
+    props.putAll(config.streams());
+    props.put(
+        StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+        LogAndContinueExceptionHandler.class.getName());
+    props.put(
+        StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, config.topics().deadLetters());
+    return props;
+  }
+}

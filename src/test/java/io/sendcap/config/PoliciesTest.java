@@ -1,0 +1,91 @@
+package io.sendcap.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class PoliciesTest {
+  private static InvalidConfigException invalid(String yaml) {
+    try {
+      Policies.parse(yaml, "p.yaml");
+    } catch (InvalidConfigException e) {
+      return e;
+    }
+    throw new AssertionError("expected the policies to be rejected:\n" + yaml);
+  }
+
+  @Test
+  void theShippedSampleIsValidAndKeepsThePriorityOrder() {
+    Policies p = Policies.load(Path.of("config/policies.yaml"));
+    assertThat(p.segmentNames()).containsExactly("new-users", "active", "dormant");
+    Policy newUsers = p.segments().get(0);
+    assertThat(newUsers.caps())
+        .containsExactly(
+            new Cap("1d", Duration.ofDays(1), 1), new Cap("7d", Duration.ofDays(7), 3));
+    assertThat(newUsers.minInterval()).isEqualTo(Duration.ofHours(4));
+    assertThat(newUsers.horizon()).isEqualTo(Duration.ofDays(7));
+    assertThat(p.defaultPolicy().segment()).isEqualTo("default");
+    assertThat(p.defaultPolicy().minInterval()).isZero();
+  }
+
+  @Test
+  void everyProblemIsReportedAtOnceWithItsPathValueAndWhatIsAllowed() {
+    InvalidConfigException e =
+        invalid(
+            """
+            segments:
+              - name: Active Users
+                caps:
+                  - {window: 1x, limit: 0}
+                min-interval: soon
+            default:
+              caps: []
+            """);
+    assertThat(e.problems())
+        .containsExactly(
+            "segments[0].name=\"Active Users\" is invalid: lower-case letters, digits, '.', '_'"
+                + " or '-', at most 64, and not 'default'",
+            "segments[0].caps[0].window=\"1x\" is invalid: " + Durations.ALLOWED,
+            "segments[0].caps[0].limit=\"0\" is invalid: a whole number >= 1",
+            "segments[0].min-interval=\"soon\" is invalid: " + Durations.ALLOWED,
+            "default.caps=\"[]\" is invalid: a list of one or more caps");
+    assertThat(e.getMessage()).startsWith("p.yaml: ");
+  }
+
+  @Test
+  void aMissingDefaultADuplicateSegmentAndAnUnknownKeyAreRejected() {
+    InvalidConfigException e =
+        invalid(
+            """
+            segments:
+              - {name: a, caps: [{window: 1d, limit: 1}]}
+              - {name: a, caps: [{window: 1d, limit: 1}], max: 3}
+            """);
+    assertThat(e.problems())
+        .contains(
+            "segments[1].name=\"a\" is invalid: each segment may appear once",
+            "segments[1].max=\"3\" is invalid: unknown key; allowed: name, caps, min-interval",
+            "default=(missing) is invalid: a policy for users in no segment, with at least one"
+                + " cap");
+  }
+
+  @Test
+  void malformedYamlIsReportedAsSuch() {
+    assertThatThrownBy(() -> Policies.parse("segments: [", "p.yaml"))
+        .isInstanceOf(InvalidConfigException.class)
+        .hasMessageContaining("p.yaml: not valid YAML");
+  }
+
+  @Test
+  void durationsTakeAWholeNumberAndAUnit() {
+    assertThat(Durations.parse("500ms")).contains(Duration.ofMillis(500));
+    assertThat(Durations.parse("12h")).contains(Duration.ofHours(12));
+    assertThat(Durations.parse("2w")).contains(Duration.ofDays(14));
+    assertThat(Durations.parse("0d")).isEmpty();
+    assertThat(Durations.parse("1.5d")).isEmpty();
+    assertThat(Durations.parse("-1d")).isEmpty();
+  }
+}

@@ -1,0 +1,185 @@
+package io.sendcap.limit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.embedded.EmbeddedRedis;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+class RedisSlidingLogIT {
+  private static final long T0 = 1_790_000_000_000L;
+  private static final long HOUR = Duration.ofHours(1).toMillis();
+  private static final Policy POLICY =
+      new Policy(
+          "default",
+          List.of(new Cap("1d", Duration.ofDays(1), 2), new Cap("7d", Duration.ofDays(7), 3)),
+          Duration.ofHours(1));
+
+  private static EmbeddedRedis redis;
+  private static RedisConnector connector;
+  private static RedisClient admin;
+  private static StatefulRedisConnection<String, String> adminConnection;
+  private static long nextUser = 1;
+
+  @BeforeAll
+  static void start() {
+    redis = EmbeddedRedis.start();
+    connector = RedisConnector.connect(settings(redis.uri(), Duration.ofMillis(1)));
+    admin = RedisClient.create(redis.uri());
+    adminConnection = admin.connect();
+  }
+
+  @AfterAll
+  static void stop() {
+    adminConnection.close();
+    admin.shutdown();
+    connector.close();
+    redis.close();
+  }
+
+  static SendcapConfig.Limiter settings(String uri, Duration retention) {
+    Properties p = new Properties();
+    p.setProperty("cap.redis.uri", uri);
+    p.setProperty("cap.idempotency.retention.ms", String.valueOf(retention.toMillis()));
+    p.setProperty("cap.redis.timeout.ms", "2000");
+    return SendcapConfig.from(p, "test").limiter();
+  }
+
+  private static RedisCommands<String, String> redisCli() {
+    return adminConnection.sync();
+  }
+
+  private static CapRequest send(long user, String id, long at) {
+    return new CapRequest(user, id, at, POLICY);
+  }
+
+  @Test
+  void capsMinimumIntervalAndNextEligibleAtFollowTheRules() {
+    long u = nextUser++;
+    try (RedisSlidingLog log = connector.open()) {
+      List<Decision> d =
+          log.decide(
+              List.of(
+                  send(u, "a", T0),
+                  send(u, "b", T0 + 30 * 60_000), // 30 min later: min interval of 1 h
+                  send(u, "c", T0 + 2 * HOUR),
+                  send(u, "d", T0 + 4 * HOUR), // 1d cap of 2 is full
+                  send(u, "e", T0 + 25 * HOUR),
+                  send(u, "f", T0 + 30 * HOUR))); // 7d cap of 3 is full
+      assertThat(d.get(0).outcome()).isEqualTo(Decision.Outcome.ALLOWED);
+      assertThat(d.get(1)).isEqualTo(new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, T0 + HOUR));
+      assertThat(d.get(2).outcome()).isEqualTo(Decision.Outcome.ALLOWED);
+      assertThat(d.get(3)).isEqualTo(new Decision(Decision.Outcome.CAPPED, 0, 2, T0 + 24 * HOUR));
+      assertThat(d.get(4).outcome()).isEqualTo(Decision.Outcome.ALLOWED);
+      assertThat(d.get(5))
+          .isEqualTo(new Decision(Decision.Outcome.CAPPED, 1, 3, T0 + 7 * 24 * HOUR));
+    }
+  }
+
+  @Test
+  void aReplayedSendIsAllowedAgainAndConsumesNothing() {
+    long u = nextUser++;
+    try (RedisSlidingLog log = connector.open()) {
+      log.decide(List.of(send(u, "a", T0)));
+      List<Decision> again = log.decide(List.of(send(u, "a", T0), send(u, "a", T0 + 5 * HOUR)));
+      assertThat(again).extracting(Decision::outcome).containsOnly(Decision.Outcome.DUPLICATE);
+      assertThat(redisCli().zcard("sc:{" + u + "}")).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void twoSendsInOneMillisecondAreTwoEntriesAndTheKeyExpiresWithTheLongestWindow() {
+    long u = nextUser++;
+    Policy two = new Policy("p", List.of(new Cap("1d", Duration.ofDays(1), 5)), Duration.ZERO);
+    try (RedisSlidingLog log = connector.open()) {
+      List<Decision> d =
+          log.decide(List.of(new CapRequest(u, "x", T0, two), new CapRequest(u, "y", T0, two)));
+      assertThat(d).extracting(Decision::outcome).containsOnly(Decision.Outcome.ALLOWED);
+      String key = "sc:{" + u + "}";
+      assertThat(redisCli().zcard(key)).isEqualTo(2);
+      assertThat(redisCli().pttl(key))
+          .isBetween(Duration.ofDays(1).toMillis() - 60_000, 86_400_000L);
+    }
+  }
+
+  @Test
+  void entriesOlderThanTheLongestWindowAreEvicted() {
+    long u = nextUser++;
+    try (RedisSlidingLog log = connector.open()) {
+      log.decide(List.of(send(u, "old", T0)));
+      log.decide(List.of(send(u, "new", T0 + 8 * 24 * HOUR)));
+      assertThat(redisCli().zcard("sc:{" + u + "}")).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aBatchIsOneFlushHoweverManySendsItHolds() {
+    List<CapRequest> batch = new ArrayList<>();
+    for (int i = 0; i < 1000; i++) {
+      batch.add(send(100_000 + i, "m" + i, T0));
+    }
+    try (RedisSlidingLog log = connector.open()) {
+      long flushes = connector.flushes();
+      long calls = connector.calls();
+      assertThat(log.decide(batch)).hasSize(1000).allMatch(Decision::allowed);
+      assertThat(connector.flushes() - flushes).isEqualTo(1);
+      assertThat(connector.calls() - calls).isEqualTo(1000);
+    }
+  }
+
+  @Test
+  void afterTheScriptCacheIsFlushedTheScriptIsLoadedAgainAndTheBatchDecided() {
+    long u = nextUser++;
+    try (RedisSlidingLog log = connector.open()) {
+      log.decide(List.of(send(u, "a", T0)));
+      redisCli().scriptFlush();
+      List<Decision> d =
+          log.decide(List.of(send(u, "b", T0 + 2 * HOUR), send(u, "c", T0 + 4 * HOUR)));
+      assertThat(d)
+          .extracting(Decision::outcome)
+          .containsExactly(Decision.Outcome.ALLOWED, Decision.Outcome.CAPPED);
+    }
+  }
+
+  @Test
+  void anUnreachableRedisIsReportedAndTheSameLogWorksOnceItIsBack() {
+    try (EmbeddedRedis own = EmbeddedRedis.start();
+        RedisConnector c = RedisConnector.connect(settings(own.uri(), Duration.ofMillis(1)));
+        RedisSlidingLog log = c.open()) {
+      own.stop();
+      assertThatThrownBy(() -> log.decide(List.of(send(1, "a", T0))))
+          .isInstanceOf(LimiterUnavailableException.class)
+          .hasMessageContaining(own.uri());
+      own.restart();
+      assertThat(awaitDecision(log, send(1, "a", T0)).outcome())
+          .isEqualTo(Decision.Outcome.ALLOWED);
+    }
+  }
+
+  /** Retries while the client reconnects; the reconnect is asynchronous. */
+  private static Decision awaitDecision(RedisSlidingLog log, CapRequest request) {
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (true) {
+      try {
+        return log.decide(List.of(request)).get(0);
+      } catch (LimiterUnavailableException e) {
+        if (System.nanoTime() > deadline) {
+          throw e;
+        }
+        Thread.onSpinWait();
+      }
+    }
+  }
+}

@@ -1,0 +1,108 @@
+package io.sendcap.testing;
+
+import java.util.Arrays;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.test.KafkaClusterTestKit;
+import org.apache.kafka.common.test.TestKitNodes;
+
+/**
+ * A single-node KRaft Kafka cluster for integration tests, built with Kafka's own {@link
+ * KafkaClusterTestKit}: one combined broker and controller on free ports, with internal topics of
+ * one replica so that transactions (exactly-once) work.
+ */
+public final class TestKafka implements AutoCloseable {
+  private final KafkaClusterTestKit cluster;
+
+  private TestKafka(KafkaClusterTestKit cluster) {
+    this.cluster = cluster;
+  }
+
+  /**
+   * Formats and starts the cluster, and returns once its broker is ready for clients.
+   *
+   * @throws IllegalStateException if the cluster does not start
+   */
+  public static TestKafka start() {
+    KafkaClusterTestKit cluster = build();
+    try {
+      cluster.format();
+      cluster.startup();
+      cluster.waitForReadyBrokers();
+      return new TestKafka(cluster);
+    } catch (Exception e) {
+      closeAfterFailure(cluster, e);
+      throw failure("Could not start the Kafka test cluster", e);
+    }
+  }
+
+  /** Returns the {@code bootstrap.servers} of the cluster's broker. */
+  public String bootstrapServers() {
+    return cluster.bootstrapServers();
+  }
+
+  /**
+   * Creates topics of {@code partitions} partitions and one replica each, and returns once they
+   * exist.
+   *
+   * @throws IllegalStateException if a topic cannot be created, e.g. because it already exists
+   */
+  public void createTopics(int partitions, String... names) {
+    try (Admin admin = cluster.admin()) {
+      admin
+          .createTopics(
+              Arrays.stream(names).map(name -> new NewTopic(name, partitions, (short) 1)).toList())
+          .all()
+          .get();
+    } catch (ExecutionException | InterruptedException e) {
+      throw failure("Could not create topics " + Arrays.toString(names), e);
+    }
+  }
+
+  /** Stops the cluster and deletes its data. */
+  @Override
+  public void close() {
+    try {
+      cluster.close();
+    } catch (Exception e) {
+      throw failure("Could not stop the Kafka test cluster", e);
+    }
+  }
+
+  private static KafkaClusterTestKit build() {
+    TestKitNodes nodes =
+        new TestKitNodes.Builder()
+            .setCombined(true)
+            .setNumBrokerNodes(1)
+            .setNumControllerNodes(1)
+            .build();
+    try {
+      return new KafkaClusterTestKit.Builder(nodes)
+          .setConfigProp("offsets.topic.replication.factor", "1")
+          .setConfigProp("offsets.topic.num.partitions", "1")
+          .setConfigProp("transaction.state.log.replication.factor", "1")
+          .setConfigProp("transaction.state.log.min.isr", "1")
+          .setConfigProp("transaction.state.log.num.partitions", "1")
+          .setConfigProp("group.initial.rebalance.delay.ms", "0")
+          .build();
+    } catch (Exception e) {
+      throw failure("Could not build the Kafka test cluster", e);
+    }
+  }
+
+  private static void closeAfterFailure(KafkaClusterTestKit cluster, Exception cause) {
+    try {
+      cluster.close();
+    } catch (Exception e) {
+      cause.addSuppressed(e);
+    }
+  }
+
+  private static IllegalStateException failure(String message, Exception cause) {
+    if (cause instanceof InterruptedException) {
+      Thread.currentThread().interrupt();
+    }
+    return new IllegalStateException(message, cause);
+  }
+}
