@@ -151,7 +151,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       context.forward(new Record<>(key(p), out, p.getTimestamp()));
     }
     for (Long offset : pending.keySet()) {
-      buffer.delete(offset);
+      buffer.put(offset, null); // a delete that does not read back the old value
     }
     pending.clear();
   }

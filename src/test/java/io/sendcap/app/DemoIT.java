@@ -1,0 +1,41 @@
+package io.sendcap.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** {@code sendcap demo} as a newcomer runs it, on its own embedded Kafka and Redis. */
+class DemoIT {
+  @Test
+  void theDemoDecidesEverySendAndEndsWithAJsonSummary() throws Exception {
+    StringWriter out = new StringWriter();
+    CommandLine cli = Main.commandLine();
+    cli.setOut(new PrintWriter(out));
+
+    int exit =
+        cli.execute(
+            "demo", "--sends", "20000", "--users", "2000", "--poison-rate", "0.01", "--json");
+
+    assertThat(exit).isZero();
+    List<String> lines = out.toString().lines().toList();
+    assertThat(lines).anyMatch(l -> l.startsWith("suppressed"));
+    JsonNode summary = new ObjectMapper().readTree(lines.get(lines.size() - 1));
+    long sends = summary.get("sends").asLong();
+    assertThat(sends).isEqualTo(20_000);
+    assertThat(
+            summary.get("allowed").asLong()
+                + summary.get("suppressed").asLong()
+                + summary.get("dlq").asLong())
+        .isEqualTo(sends);
+    assertThat(summary.get("dlq").asLong()).isBetween(100L, 300L);
+    assertThat(summary.get("suppressed").asLong()).isPositive();
+    assertThat(summary.get("elapsed_ms").asLong()).isPositive();
+    assertThat(summary.get("sends_per_s").asLong()).isPositive();
+  }
+}
