@@ -2,6 +2,8 @@ package io.sendcap.app;
 
 import io.sendcap.config.SendcapConfig;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
@@ -19,9 +21,15 @@ final class RunCommand implements Callable<Integer> {
       description = "The configuration file (see config/sendcap.properties).")
   Path config;
 
+  @Option(
+      names = "--set",
+      paramLabel = "KEY=VALUE",
+      description = "Overrides a key of the configuration file; repeatable.")
+  Map<String, String> overrides = new LinkedHashMap<>();
+
   @Override
   public Integer call() throws InterruptedException {
-    SendcapConfig settings = SendcapConfig.load(config);
+    SendcapConfig settings = SendcapConfig.load(config, overrides);
     SendcapApp app = SendcapApp.start(settings);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()

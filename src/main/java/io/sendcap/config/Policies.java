@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -57,8 +56,6 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
     } catch (JsonProcessingException e) {
       throw new InvalidConfigException(
           source, List.of("not valid YAML: " + e.getOriginalMessage()));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
     }
     Problems problems = new Problems(source);
     if (root == null || !root.isObject()) {

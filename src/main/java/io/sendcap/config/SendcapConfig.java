@@ -48,12 +48,18 @@ public record SendcapConfig(
   private static final Set<String> OWN_PREFIXES =
       Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.");
 
-  /** What the Kafka Streams properties default to when the file does not set them. */
+  /**
+   * What the Kafka Streams properties default to when the file does not set them. The global
+   * processing-handler switch is deprecated because Kafka 5.0 makes it the default; until then,
+   * Kafka Streams warns at every start that it is off.
+   */
+  @SuppressWarnings("deprecation")
   private static final Map<String, String> STREAMS_DEFAULTS =
       Map.of(
           StreamsConfig.APPLICATION_ID_CONFIG, "sendcap",
           StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2,
-          StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+          StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092",
+          StreamsConfig.PROCESSING_EXCEPTION_HANDLER_GLOBAL_ENABLED_CONFIG, "true");
 
   /** Topic names. */
   public record Topics(String input, String deliveries, String suppressed, String deadLetters) {}
@@ -110,6 +116,11 @@ public record SendcapConfig(
 
   /** Reads and validates a properties file. */
   public static SendcapConfig load(Path file) {
+    return load(file, Map.of());
+  }
+
+  /** Reads a properties file, applies {@code overrides} on top of it, and validates the result. */
+  public static SendcapConfig load(Path file, Map<String, String> overrides) {
     Properties props = new Properties();
     try (var reader = Files.newBufferedReader(file)) {
       props.load(reader);
@@ -117,6 +128,7 @@ public record SendcapConfig(
       throw new InvalidConfigException(
           file.toString(), List.of("cannot read the configuration: " + e.getMessage()));
     }
+    props.putAll(overrides);
     return from(props, file.toString());
   }
 

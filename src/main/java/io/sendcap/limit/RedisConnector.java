@@ -42,11 +42,10 @@ public final class RedisConnector implements AutoCloseable {
       this.standalone = null;
       this.cluster =
           RedisClusterClient.create(settings.uris().stream().map(RedisURI::create).toList());
-      cluster.setOptions(
-          ClusterClientOptions.builder()
-              .timeoutOptions(timeouts)
-              .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-              .build());
+      // Node connections open lazily, when the first command for a node's slots is written; a
+      // client that rejected commands while disconnected would reject that first batch. Commands
+      // wait for the node instead, up to the command timeout.
+      cluster.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).build());
     } else {
       this.cluster = null;
       this.standalone = RedisClient.create(RedisURI.create(settings.uris().get(0)));

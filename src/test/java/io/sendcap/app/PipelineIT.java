@@ -41,6 +41,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.streams.KafkaStreams;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -229,6 +230,7 @@ class PipelineIT {
                 kafka.bootstrapServers(), "deliveries", "suppressed", "campaign-sends-dlq")) {
       produce(input);
       reader.awaitRecords(SENDS, Duration.ofMinutes(3));
+      assertThat(app.state()).isEqualTo(KafkaStreams.State.RUNNING);
       first = outcomes(reader.drain(Duration.ofSeconds(2)), "");
     }
 
@@ -252,6 +254,7 @@ class PipelineIT {
                 kafka.bootstrapServers(), "deliveries-replay", "suppressed-replay", "dlq-replay")) {
       List<Outcome> second = outcomes(reader.awaitRecords(SENDS, Duration.ofMinutes(3)), "-replay");
       assertThat(allowedById(second)).isEqualTo(allowedById(first));
+      assertThat(replay.redis().calls()).as("the replay asked Redis again").isPositive();
     }
     assertThat(loggedSends()).as("sends logged in Redis after the replay").isEqualTo(logged);
   }

@@ -1,0 +1,92 @@
+package io.sendcap.limit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.embedded.EmbeddedRedisCluster;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The limiter on a Redis Cluster of three masters. */
+class RedisSlidingLogClusterIT {
+  private static final long T0 = 1_790_000_000_000L;
+  private static final Policy POLICY =
+      new Policy("p", List.of(new Cap("1d", Duration.ofDays(1), 1)), Duration.ZERO);
+
+  private static EmbeddedRedisCluster cluster;
+  private static RedisConnector connector;
+
+  @BeforeAll
+  static void start() {
+    cluster = EmbeddedRedisCluster.start();
+    Properties p = new Properties();
+    p.setProperty("cap.redis.uri", String.join(",", cluster.uris()));
+    p.setProperty("cap.redis.cluster", "true");
+    connector = RedisConnector.connect(SendcapConfig.from(p, "test").limiter());
+  }
+
+  @AfterAll
+  static void stop() {
+    connector.close();
+    cluster.close();
+  }
+
+  private static List<CapRequest> batch(String prefix, int firstUser, int users) {
+    List<CapRequest> batch = new ArrayList<>();
+    for (int u = firstUser; u < firstUser + users; u++) {
+      batch.add(new CapRequest(u, prefix + u, T0, POLICY));
+    }
+    return batch;
+  }
+
+  @Test
+  void aBatchSpanningEveryNodeIsDecidedInOneFlushWithoutCrossSlotErrors() {
+    try (RedisSlidingLog log = connector.open()) {
+      long flushes = connector.flushes();
+      assertThat(log.decide(batch("a", 0, 1000)))
+          .allMatch(d -> d.outcome() == Decision.Outcome.ALLOWED);
+      assertThat(log.decide(batch("b", 0, 1000)))
+          .allMatch(d -> d.outcome() == Decision.Outcome.CAPPED);
+      assertThat(connector.flushes() - flushes).isEqualTo(2);
+    }
+    for (String uri : cluster.uris()) {
+      assertThat(keysOn(uri)).as("keys on %s", uri).isBetween(200L, 600L);
+    }
+  }
+
+  @Test
+  void afterEveryNodeFlushedItsScriptsTheScriptIsLoadedAgain() {
+    try (RedisSlidingLog log = connector.open()) {
+      for (String uri : cluster.uris()) {
+        RedisClient client = RedisClient.create(uri);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+          c.sync().scriptFlush();
+        } finally {
+          client.shutdown();
+        }
+      }
+      assertThat(log.decide(batch("c", 10_000, 300)))
+          .extracting(Decision::outcome)
+          .hasSize(300)
+          .containsOnly(Decision.Outcome.ALLOWED);
+    }
+  }
+
+  private static long keysOn(String uri) {
+    RedisClient client = RedisClient.create(uri);
+    try (StatefulRedisConnection<String, String> c = client.connect()) {
+      return c.sync().dbsize();
+    } finally {
+      client.shutdown();
+    }
+  }
+}
