@@ -52,6 +52,11 @@ final class EmbeddedCommand implements Callable<Integer> {
     out.println("cap.redis.uri=" + redis.uri());
     out.println(
         "topics: " + String.join(", ", t.input(), t.deliveries(), t.suppressed(), t.deadLetters()));
+    out.println("Run sendcap against them with:");
+    out.printf(
+        "  bin/sendcap run --config config/sendcap.properties --set bootstrap.servers=%s"
+            + " --set cap.redis.uri=%s%n",
+        kafka.bootstrapServers(), redis.uri());
     out.println("Press Ctrl-C to stop.");
     out.flush();
     stopped.await();

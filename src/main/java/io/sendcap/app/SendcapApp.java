@@ -134,8 +134,14 @@ public final class SendcapApp implements AutoCloseable {
   /** Stops processing, committing what has been decided; undecided sends stay in the buffer. */
   @Override
   public void close() {
-    streams.close(Duration.ofSeconds(60));
+    LOG.info("sendcap stopping: committing what is decided; undecided sends stay buffered");
+    boolean stopped = streams.close(Duration.ofSeconds(60));
     redis.close();
+    if (stopped) {
+      LOG.info("sendcap stopped");
+    } else {
+      LOG.warn("Kafka Streams did not stop within 60 s; uncommitted work will be redone");
+    }
   }
 
   /** The application could not start; the message says what to fix. */

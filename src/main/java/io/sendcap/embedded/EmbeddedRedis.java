@@ -1,6 +1,5 @@
 package io.sendcap.embedded;
 
-import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -24,9 +23,6 @@ public final class EmbeddedRedis implements AutoCloseable {
   /** How long {@link #start()} and {@link #restart()} wait for the server to answer PING. */
   public static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(10);
 
-  private static final String MISSING_BINARY =
-      "redis-server not found on PATH; install it (Debian: apt-get install redis-server)";
-
   private static final Logger LOG = LoggerFactory.getLogger(EmbeddedRedis.class);
   private static final String BINARY = "redis-server";
   private static final String LOG_FILE = "redis.log";
@@ -44,7 +40,12 @@ public final class EmbeddedRedis implements AutoCloseable {
 
   /** Prepares, without starting it, a server on {@code port} with extra command-line options. */
   EmbeddedRedis(int port, List<String> extraArgs) {
-    this.executable = findOnPath();
+    this(RedisBinary.locate(), port, extraArgs);
+  }
+
+  /** Prepares a server run by the given {@code redis-server} executable. */
+  EmbeddedRedis(Path executable, int port, List<String> extraArgs) {
+    this.executable = executable;
     this.port = port;
     this.extraArgs = List.copyOf(extraArgs);
     this.dir = TempDirs.create("sendcap-redis-" + port + "-");
@@ -226,17 +227,5 @@ public final class EmbeddedRedis implements AutoCloseable {
     }
     List<String> tail = lines.subList(Math.max(0, lines.size() - LOG_TAIL_LINES), lines.size());
     return tail.isEmpty() ? "" : "; its output ends with:\n" + String.join("\n", tail);
-  }
-
-  /** Returns {@code redis-server} from the first directory of the PATH that holds it. */
-  private static Path findOnPath() {
-    String path = System.getenv().getOrDefault("PATH", "");
-    for (String directory : path.split(File.pathSeparator)) {
-      Path candidate = Path.of(directory.isEmpty() ? "." : directory, BINARY);
-      if (Files.isExecutable(candidate)) {
-        return candidate.toAbsolutePath();
-      }
-    }
-    throw new IllegalStateException(MISSING_BINARY);
   }
 }

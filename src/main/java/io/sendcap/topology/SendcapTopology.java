@@ -22,6 +22,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyConfig;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -88,7 +89,8 @@ public final class SendcapTopology {
         };
 
     SendcapConfig.Topics topics = config.topics();
-    StreamsBuilder builder = new StreamsBuilder();
+    StreamsBuilder builder =
+        new StreamsBuilder(new TopologyConfig(new StreamsConfig(config.streams())));
     builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), validated).withName("sends"))
         .process(decide, Named.as("decide"))
         .split(Named.as("decision-"))

@@ -7,6 +7,15 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.Decision;
+import io.sendcap.limit.RedisConnector;
+import io.sendcap.limit.RedisSlidingLog;
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -49,5 +58,29 @@ class EmbeddedRedisIT {
 
     assertThat(redis.isRunning()).isFalse();
     assertThatThrownBy(() -> Resp.call(port, "PING")).isInstanceOf(java.io.IOException.class);
+  }
+
+  @Test
+  void theBundledServerRunsTheLimitersScriptWhereNoneIsInstalled() throws java.io.IOException {
+    try (EmbeddedRedis redis =
+        EmbeddedRedis.launched(
+            new EmbeddedRedis(RedisBinary.bundled(), FreePorts.pick(), List.of()))) {
+      assertThat(Resp.call(redis.port(), "INFO", "server")).contains("redis_version:6.2.");
+      java.util.Properties p = new java.util.Properties();
+      p.setProperty("cap.redis.uri", redis.uri());
+      Policy policy = new Policy("p", List.of(new Cap("1d", Duration.ofDays(1), 1)), Duration.ZERO);
+      try (RedisConnector connector =
+              RedisConnector.connect(SendcapConfig.from(p, "test").limiter());
+          RedisSlidingLog log = connector.open()) {
+        List<Decision> decisions =
+            log.decide(
+                List.of(
+                    new CapRequest(1, "a", 1_000_000, policy),
+                    new CapRequest(1, "b", 1_000_001, policy)));
+        assertThat(decisions)
+            .extracting(Decision::outcome)
+            .containsExactly(Decision.Outcome.ALLOWED, Decision.Outcome.CAPPED);
+      }
+    }
   }
 }
