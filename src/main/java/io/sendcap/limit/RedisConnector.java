@@ -92,11 +92,13 @@ public final class RedisConnector implements AutoCloseable {
     return settings;
   }
 
-  byte[] script() {
-    return script;
+  /** The sliding-log script's source. */
+  public byte[] script() {
+    return script.clone();
   }
 
-  String sha() {
+  /** The SHA-1 under which Redis caches the sliding-log script. */
+  public String sha() {
     return sha;
   }
 

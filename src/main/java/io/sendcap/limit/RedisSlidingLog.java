@@ -112,6 +112,19 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   private RedisFuture<List<Object>> call(CapRequest request) {
+    ScriptCall call = encode(request);
+    return scripting.evalsha(connector.sha(), ScriptOutputType.MULTI, call.keys(), call.args());
+  }
+
+  /**
+   * The script calls that decide {@code requests}, for tools that drive the script without this
+   * client (the limiter benchmark's server-side ceiling).
+   */
+  public List<ScriptCall> encode(List<CapRequest> requests) {
+    return requests.stream().map(this::encode).toList();
+  }
+
+  private ScriptCall encode(CapRequest request) {
     Policy policy = request.policy();
     byte[][] args = new byte[4 + 2 * policy.caps().size()][];
     args[0] = ascii(request.now());
@@ -123,8 +136,7 @@ public final class RedisSlidingLog implements CapStore {
       args[i++] = ascii(cap.window().toMillis());
       args[i++] = ascii(cap.limit());
     }
-    byte[][] keys = {key(request.userId())};
-    return scripting.evalsha(connector.sha(), ScriptOutputType.MULTI, keys, args);
+    return new ScriptCall(new byte[][] {key(request.userId())}, args);
   }
 
   /** The key of a user's log. */
