@@ -1,82 +1,145 @@
--- sendcap sliding log: checks every cap of a policy for one user and, if the send fits,
--- records it, all in one atomic call.
+-- sendcap sliding log: decides one or more sends, each checked against every cap that applies
+-- to it and, if it fits, recorded, all in one atomic call. One call carries several sends so
+-- that Redis pays its per-call cost once for all of them; with Redis Cluster, the keys of one
+-- call share a slot.
 --
--- KEYS[1]  the user's log: a sorted set, member = idempotency id of a send, score = decision ms
--- ARGV[1]  now: the decision time in ms
--- ARGV[2]  the send's idempotency id (8 bytes derived from its messageId)
--- ARGV[3]  minimum interval between two sends in ms, 0 for none
--- ARGV[4]  horizon in ms: the longest window, interval or idempotency retention; older entries
---          are evicted, and the key expires this long after its newest entry
--- ARGV[5], ARGV[6], ...  window ms and limit of each cap, in policy order
+-- KEYS[i]  the log of the i-th send's user: a sorted set, member = 8-byte idempotency id
+--          (first byte: the send's channel), score = decision time in ms
+-- ARGV     the shapes of the call, then one group of arguments per send:
+--   P                                         number of shapes
+--   per shape: minInterval horizon ncaps      interval ms (0: none); horizon ms (entries older
+--                                             are evicted, the key expires this long after its
+--                                             newest entry); number of caps
+--     per cap: kind window limit channel      kind 0 rolling (window ms), 1 calendar period;
+--                                             channel 0 counts every send, k only those whose
+--                                             member starts with byte k
+--   per send: now member shape [start end]*   decision ms, idempotency id, shape number,
+--                                             then the period [start, end) of each calendar cap
 --
--- A logged send at t counts against a window w iff t > now - w (later than now counts too).
--- Returns {outcome, cap, count, nextEligibleAt}:
---   outcome 0 allowed and logged, 1 already logged (allowed again, nothing consumed),
---           2 capped by cap number `cap` (1-based) holding `count` sends, 3 minimum interval;
---   nextEligibleAt: the earliest time >= now at which the same send would be allowed.
-local key = KEYS[1]
-local now = tonumber(ARGV[1])
-local member = ARGV[2]
+-- A logged send at t counts against a rolling window w iff t > now - w (later than now counts
+-- too), against a calendar cap iff start <= t < end.
+-- Returns 4 integers per send: outcome, cap, count, nextEligibleAt, where outcome is
+--   0 allowed and logged, 1 already logged (allowed again, nothing consumed),
+--   2 capped by cap number `cap` (1-based, in its shape) holding `count` sends, 3 minimum interval;
+--   and nextEligibleAt is the earliest time >= now at which the same send would be allowed.
 
-if redis.call('ZSCORE', key, member) then
-  return {1, 0, 0, now}
+local shapes = {}
+local a = 2
+for s = 1, tonumber(ARGV[1]) do
+  local shape = {interval = tonumber(ARGV[a]), horizon = tonumber(ARGV[a + 1]), caps = {}}
+  local ncaps = tonumber(ARGV[a + 2])
+  a = a + 3
+  for c = 1, ncaps do
+    shape.caps[c] = {
+      calendar = ARGV[a] == '1',
+      window = tonumber(ARGV[a + 1]),
+      limit = tonumber(ARGV[a + 2]),
+      channel = tonumber(ARGV[a + 3])
+    }
+    a = a + 4
+  end
+  shapes[s] = shape
 end
 
-local horizon = tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - horizon)
-local log = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-local n = #log / 2
-local scores = {}
-for j = 1, n do
-  scores[j] = tonumber(log[2 * j])
+local function matches(member, channel)
+  return channel == 0 or string.byte(member, 1) == channel
 end
 
-local failedCap, failedCount, nextEligible = 0, 0, now
-for i = 5, #ARGV, 2 do
-  local window = tonumber(ARGV[i])
-  local limit = tonumber(ARGV[i + 1])
-  local lower = now - window
-  local first = n + 1
+-- Counts the entries of the log (from index `first`) that one cap sees, and when enough of
+-- them leave it for one more send to fit; returns count, release time.
+local function check(cap, log, first, n, now, start, stop)
+  local count, times = 0, {}
+  for j = first, n do
+    local t = tonumber(log[2 * j])
+    local inside
+    if cap.calendar then
+      inside = t >= start and t < stop
+    else
+      inside = t > now - cap.window
+    end
+    if inside and matches(log[2 * j - 1], cap.channel) then
+      count = count + 1
+      times[count] = t
+    end
+  end
+  if count < cap.limit then
+    return count, nil
+  end
+  if cap.calendar then
+    return count, stop
+  end
+  -- the (count - limit + 1)-th oldest entry inside the window must leave it first
+  return count, times[count - cap.limit + 1] + cap.window
+end
+
+local function decide(key, now, member, shape, periods)
+  local log = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local n = #log / 2
   for j = 1, n do
-    if scores[j] > lower then
-      first = j
-      break
+    if log[2 * j - 1] == member then
+      return 1, 0, 0, now
     end
   end
-  local count = n - first + 1
-  if count >= limit then
-    if failedCap == 0 then
-      failedCap = (i - 3) / 2
-      failedCount = count
+  local evict = 0
+  while evict < n and tonumber(log[2 * evict + 2]) <= now - shape.horizon do
+    evict = evict + 1
+  end
+  if evict > 0 then
+    redis.call('ZREMRANGEBYRANK', key, 0, evict - 1)
+  end
+  local failed, failedCount, nextEligible = 0, 0, now
+  local p = 1
+  for c, cap in ipairs(shape.caps) do
+    local start, stop = 0, 0
+    if cap.calendar then
+      start, stop = periods[p], periods[p + 1]
+      p = p + 2
     end
-    -- the (count - limit + 1)-th oldest entry in the window must leave it first
-    local leaves = scores[first + count - limit] + window
-    if leaves > nextEligible then
-      nextEligible = leaves
+    local count, release = check(cap, log, evict + 1, n, now, start, stop)
+    if release then
+      if failed == 0 then
+        failed, failedCount = c, count
+      end
+      if release > nextEligible then
+        nextEligible = release
+      end
     end
   end
-end
-
-local interval = tonumber(ARGV[3])
-local intervalFailed = false
-if interval > 0 and n > 0 and scores[n] > now - interval then
-  intervalFailed = true
-  if scores[n] + interval > nextEligible then
-    nextEligible = scores[n] + interval
+  local newest = n > evict and tonumber(log[2 * n]) or nil
+  local tooSoon = shape.interval > 0 and newest and newest > now - shape.interval
+  if tooSoon and newest + shape.interval > nextEligible then
+    nextEligible = newest + shape.interval
   end
+  if failed > 0 then
+    return 2, failed, failedCount, nextEligible
+  end
+  if tooSoon then
+    return 3, 0, 0, nextEligible
+  end
+  redis.call('ZADD', key, now, member)
+  if newest == nil or newest < now then
+    newest = now
+  end
+  redis.call('PEXPIRE', key, newest - now + shape.horizon)
+  return 0, 0, 0, now
 end
 
-if failedCap > 0 then
-  return {2, failedCap, failedCount, nextEligible}
+local result = {}
+for i = 1, #KEYS do
+  local now = tonumber(ARGV[a])
+  local shape = shapes[tonumber(ARGV[a + 2])]
+  local periods = {}
+  local k = 0
+  for _, cap in ipairs(shape.caps) do
+    if cap.calendar then
+      periods[k + 1] = tonumber(ARGV[a + 3 + k])
+      periods[k + 2] = tonumber(ARGV[a + 4 + k])
+      k = k + 2
+    end
+  end
+  local outcome, cap, count, nextEligible = decide(KEYS[i], now, ARGV[a + 1], shape, periods)
+  local r = #result
+  result[r + 1], result[r + 2], result[r + 3], result[r + 4] = outcome, cap, count, nextEligible
+  a = a + 3 + k
 end
-if intervalFailed then
-  return {3, 0, 0, nextEligible}
-end
-
-redis.call('ZADD', key, ARGV[1], member)
-local newest = now
-if n > 0 and scores[n] > newest then
-  newest = scores[n]
-end
-redis.call('PEXPIRE', key, newest - now + horizon)
-return {0, 0, 0, now}
+return result

@@ -39,13 +39,25 @@ final class Demo {
       int sends, int users, int partitions, double poisonRate, long seed, Path policiesFile) {}
 
   /** What the demo measured. */
-  record Result(int sends, Tally tally, long elapsedMs, long redisCalls, long redisFlushes) {
+  record Result(
+      int sends,
+      Tally tally,
+      long elapsedMs,
+      long redisCalls,
+      long redisDecisions,
+      long redisFlushes) {
     double sendsPerSecond() {
       return sends * 1000.0 / Math.max(1, elapsedMs);
     }
 
+    /** Script calls per pipelined flush, that is per network round trip. */
     double callsPerFlush() {
       return redisFlushes == 0 ? 0 : (double) redisCalls / redisFlushes;
+    }
+
+    /** Sends decided per pipelined flush, that is per network round trip. */
+    double decisionsPerFlush() {
+      return redisFlushes == 0 ? 0 : (double) redisDecisions / redisFlushes;
     }
   }
 
@@ -84,7 +96,12 @@ final class Demo {
         Tally tally = awaitDecisions(outputs, produced);
         long elapsed = (System.nanoTime() - start) / 1_000_000;
         return new Result(
-            options.sends(), tally, elapsed, app.redis().calls(), app.redis().flushes());
+            options.sends(),
+            tally,
+            elapsed,
+            app.redis().calls(),
+            app.redis().decisions(),
+            app.redis().flushes());
       }
     } finally {
       deleteRecursively(work);

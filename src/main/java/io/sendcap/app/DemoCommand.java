@@ -77,7 +77,8 @@ final class DemoCommand implements Callable<Integer> {
     row(out, "dead letters (DLQ)", String.format("%,d", t.deadLetters));
     row(out, "elapsed", String.format("%.1f s", r.elapsedMs() / 1000.0));
     row(out, "sends/s", String.format("%,.0f", r.sendsPerSecond()));
-    row(out, "Redis calls per flush", String.format("%.1f", r.callsPerFlush()));
+    row(out, "sends decided per Redis round trip", String.format("%.1f", r.decisionsPerFlush()));
+    row(out, "script calls per Redis round trip", String.format("%.1f", r.callsPerFlush()));
   }
 
   private static void row(PrintWriter out, String label, String value) {
@@ -92,7 +93,8 @@ final class DemoCommand implements Callable<Integer> {
     m.put("dlq", r.tally().deadLetters);
     m.put("elapsed_ms", r.elapsedMs());
     m.put("sends_per_s", Math.round(r.sendsPerSecond()));
-    m.put("redis_calls_per_flush", Math.round(r.callsPerFlush() * 10) / 10.0);
+    m.put("decisions_per_round_trip", Math.round(r.decisionsPerFlush() * 10) / 10.0);
+    m.put("calls_per_round_trip", Math.round(r.callsPerFlush() * 10) / 10.0);
     return m;
   }
 }

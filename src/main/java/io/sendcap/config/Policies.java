@@ -4,14 +4,20 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.sendcap.avro.Channel;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.DateTimeException;
 import java.time.Duration;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -26,6 +32,7 @@ import java.util.regex.Pattern;
  */
 public record Policies(List<Policy> segments, Policy defaultPolicy) {
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  private static final String CALENDAR_WINDOWS = "calendar-day, calendar-week or calendar-month";
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_.-]{0,63}");
 
   /** Creates the policies; the list is copied. */
@@ -81,14 +88,14 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
       } else if (!seen.add(name)) {
         problems.add(path + ".name", name, "each segment may appear once");
       }
-      unknownKeys(node, List.of("name", "caps", "min-interval"), path + ".", problems);
+      unknownKeys(node, List.of("name", "caps", "min-interval", "zone"), path + ".", problems);
       segments.add(policy(name, node, path, problems));
     }
     JsonNode def = root.path("default");
     if (def.isMissingNode()) {
       problems.add("default", null, "a policy for users in no segment, with at least one cap");
     } else {
-      unknownKeys(def, List.of("caps", "min-interval"), "default.", problems);
+      unknownKeys(def, List.of("caps", "min-interval", "zone"), "default.", problems);
     }
     Policy defaultPolicy = policy(Policy.DEFAULT, def, "default", problems);
     problems.throwIfAny();
@@ -105,12 +112,15 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
     for (int i = 0; list.isArray() && i < list.size(); i++) {
       String capPath = path + ".caps[" + i + "]";
       JsonNode capNode = list.get(i);
-      unknownKeys(capNode, List.of("window", "limit"), capPath + ".", problems);
+      unknownKeys(capNode, List.of("window", "limit", "channel"), capPath + ".", problems);
       String window = capNode.path("window").asText(null);
-      Duration duration = Durations.parse(window).orElse(null);
+      Cap.Kind kind = kind(window);
+      Duration duration =
+          kind == Cap.Kind.ROLLING ? Durations.parse(window).orElse(null) : longest(kind);
       if (duration == null) {
-        problems.add(capPath + ".window", window, Durations.ALLOWED);
+        problems.add(capPath + ".window", window, Durations.ALLOWED + ", or " + CALENDAR_WINDOWS);
       }
+      Channel channel = channel(capNode.path("channel"), capPath, problems);
       JsonNode limit = capNode.path("limit");
       if (!limit.canConvertToInt() || !limit.isIntegralNumber() || limit.intValue() < 1) {
         problems.add(
@@ -118,7 +128,7 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
             limit.isMissingNode() ? null : limit.asText(),
             "a whole number >= 1");
       } else if (duration != null) {
-        caps.add(new Cap(window.trim(), duration, limit.intValue()));
+        caps.add(new Cap(window.trim(), kind, duration, limit.intValue(), channel));
       }
     }
     Duration minInterval = Duration.ZERO;
@@ -130,7 +140,52 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
         minInterval = Duration.ZERO;
       }
     }
-    return new Policy(name == null ? "?" : name, caps, minInterval);
+    return new Policy(name == null ? "?" : name, caps, minInterval, zone(node, path, problems));
+  }
+
+  private static Cap.Kind kind(String window) {
+    return switch (window == null ? "" : window.trim()) {
+      case "calendar-day" -> Cap.Kind.CALENDAR_DAY;
+      case "calendar-week" -> Cap.Kind.CALENDAR_WEEK;
+      case "calendar-month" -> Cap.Kind.CALENDAR_MONTH;
+      default -> Cap.Kind.ROLLING;
+    };
+  }
+
+  private static Duration longest(Cap.Kind kind) {
+    return switch (kind) {
+      case CALENDAR_DAY -> CalendarPeriods.LONGEST_DAY;
+      case CALENDAR_WEEK -> CalendarPeriods.LONGEST_WEEK;
+      default -> CalendarPeriods.LONGEST_MONTH;
+    };
+  }
+
+  private static Channel channel(JsonNode node, String path, Problems problems) {
+    if (node.isMissingNode()) {
+      return null;
+    }
+    String text = node.asText().trim().toUpperCase(Locale.ROOT);
+    for (Channel c : Channel.values()) {
+      if (c.name().equals(text)) {
+        return c;
+      }
+    }
+    List<String> allowed = Arrays.stream(Channel.values()).map(Enum::name).toList();
+    problems.add(path + ".channel", node.asText(), "one of " + String.join(", ", allowed));
+    return null;
+  }
+
+  private static ZoneId zone(JsonNode node, String path, Problems problems) {
+    JsonNode zone = node.path("zone");
+    if (zone.isMissingNode()) {
+      return ZoneOffset.UTC;
+    }
+    try {
+      return ZoneId.of(zone.asText().trim());
+    } catch (DateTimeException e) {
+      problems.add(path + ".zone", zone.asText(), "a time zone id such as Europe/Berlin or UTC");
+      return ZoneOffset.UTC;
+    }
   }
 
   private static void unknownKeys(JsonNode node, List<String> known, String path, Problems p) {

@@ -1,6 +1,8 @@
 package io.sendcap.config;
 
 import java.time.Duration;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.util.List;
 
 /**
@@ -9,14 +11,20 @@ import java.util.List;
  * @param segment the segment's name, or {@code default} for users in no segment
  * @param caps the caps, in the order they are checked and reported
  * @param minInterval the least time between two sends to one user; {@link Duration#ZERO} for none
+ * @param zone the time zone of calendar caps for sends that do not name the user's zone
  */
-public record Policy(String segment, List<Cap> caps, Duration minInterval) {
+public record Policy(String segment, List<Cap> caps, Duration minInterval, ZoneId zone) {
   /** The name of the policy for users in no segment. */
   public static final String DEFAULT = "default";
 
   /** Creates a policy; the list of caps is copied. */
   public Policy {
     caps = List.copyOf(caps);
+  }
+
+  /** Creates a policy whose calendar caps count in UTC. */
+  public Policy(String segment, List<Cap> caps, Duration minInterval) {
+    this(segment, caps, minInterval, ZoneOffset.UTC);
   }
 
   /** The longest span the policy looks back: its longest window or its minimum interval. */

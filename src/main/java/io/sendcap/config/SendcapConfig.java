@@ -98,6 +98,7 @@ public record SendcapConfig(
    * @param clock which time decisions are made at
    * @param idempotencyRetention how long a logged send is kept at least, even when it has left
    *     every window, so that a replay of it within this time is recognised and not counted again
+   * @param sendsPerCall how many sends one script call decides at most
    */
   public record Limiter(
       List<String> uris,
@@ -107,7 +108,8 @@ public record SendcapConfig(
       FailureMode failureMode,
       Duration blockTimeout,
       Clock clock,
-      Duration idempotencyRetention) {
+      Duration idempotencyRetention,
+      int sendsPerCall) {
     /** Creates the settings; the list is copied. */
     public Limiter {
       uris = List.copyOf(uris);
@@ -150,7 +152,8 @@ public record SendcapConfig(
             r.choice("cap.redis.failure-mode", FailureMode.BLOCK),
             r.millis("cap.redis.block.timeout.ms", 240_000),
             r.choice("cap.clock", Clock.WALL),
-            r.millis("cap.idempotency.retention.ms", 86_400_000));
+            r.millis("cap.idempotency.retention.ms", 86_400_000),
+            r.intRange("cap.redis.sends-per-call", 16, 1, 1000));
     Batch batch =
         new Batch(
             r.intRange("batch.max.records", 500, 1, 100_000), r.millis("batch.max.wait.ms", 50));
@@ -178,6 +181,7 @@ public record SendcapConfig(
             "cap.redis.block.timeout.ms",
             "cap.clock",
             "cap.idempotency.retention.ms",
+            "cap.redis.sends-per-call",
             "batch.max.records",
             "batch.max.wait.ms",
             "policies.file",

@@ -1,17 +1,18 @@
 package io.sendcap.limit;
 
+import io.sendcap.avro.Channel;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.util.Arrays;
 
 /**
  * Compact idempotency ids: the member under which a send is logged.
  *
- * <p>The id is the first 8 bytes of the SHA-256 of the UTF-8 message id. Two different message ids
- * of one user collide with probability about n<sup>2</sup>/2<sup>65</sup> for n sends in the user's
- * log (below 10<sup>-16</sup> for n = 50); a collision would report the second send as already
- * logged. Never a timestamp: two sends in one millisecond stay two entries.
+ * <p>8 bytes: the send's channel (its ordinal + 1, so that channel-scoped caps can count the sends
+ * of one channel), then the first 7 bytes of the SHA-256 of the UTF-8 message id. Two message ids
+ * of one user and channel collide with probability about n<sup>2</sup>/2<sup>57</sup> for n sends
+ * in the user's log (below 10<sup>-13</sup> for n = 50); a collision would report the second send
+ * as already logged. Never a timestamp: two sends in one millisecond stay two entries.
  */
 public final class MessageIds {
   /** The length of an idempotency id in bytes. */
@@ -22,10 +23,18 @@ public final class MessageIds {
 
   private MessageIds() {}
 
-  /** Returns the idempotency id of a message id. */
-  public static byte[] member(String messageId) {
+  /** Returns the idempotency id of a message id sent on {@code channel}. */
+  public static byte[] member(String messageId, Channel channel) {
     byte[] digest = SHA256.get().digest(messageId.getBytes(StandardCharsets.UTF_8));
-    return Arrays.copyOf(digest, LENGTH);
+    byte[] member = new byte[LENGTH];
+    member[0] = channelByte(channel);
+    System.arraycopy(digest, 0, member, 1, LENGTH - 1);
+    return member;
+  }
+
+  /** The first byte of the members of sends on {@code channel}. */
+  public static byte channelByte(Channel channel) {
+    return (byte) (channel.ordinal() + 1);
   }
 
   private static MessageDigest sha256() {

@@ -31,6 +31,7 @@ public final class RedisConnector implements AutoCloseable {
   private final byte[] script;
   private final String sha;
   private final LongAdder calls = new LongAdder();
+  private final LongAdder decisions = new LongAdder();
   private final LongAdder flushes = new LongAdder();
 
   private RedisConnector(SendcapConfig.Limiter settings) {
@@ -102,14 +103,20 @@ public final class RedisConnector implements AutoCloseable {
     return sha;
   }
 
-  void recordFlush(int callsInFlush) {
+  void recordFlush(int callsInFlush, int decisionsInFlush) {
     calls.add(callsInFlush);
+    decisions.add(decisionsInFlush);
     flushes.increment();
   }
 
   /** Script calls sent so far, over all connections. */
   public long calls() {
     return calls.sum();
+  }
+
+  /** Sends decided (or decided again after a NOSCRIPT) so far, over all connections. */
+  public long decisions() {
+    return decisions.sum();
   }
 
   /** Pipelined flushes (network round trips) so far, over all connections. */

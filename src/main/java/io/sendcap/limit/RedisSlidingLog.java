@@ -7,11 +7,10 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
-import io.sendcap.config.Cap;
-import io.sendcap.config.Policy;
-import java.nio.charset.StandardCharsets;
+import io.sendcap.config.SendcapConfig;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -21,25 +20,30 @@ import java.util.concurrent.TimeoutException;
  * The exact sliding-log {@link CapStore} on Redis: one sorted set per user, checked and recorded by
  * {@code lua/sliding_log.lua} called with EVALSHA.
  *
- * <p>A batch is written with auto-flush off and flushed once, so it costs one network round trip
- * per Redis node. Keys are {@code PREFIX:{USERID}}; the hash tag keeps every key of one user in one
- * cluster slot. If a node answers NOSCRIPT (script cache flushed, restart, failover), the script is
- * loaded again and the failed calls are retried once.
+ * <p>A batch is split into calls of up to {@code cap.redis.sends-per-call} sends (on a cluster,
+ * sends whose keys share a slot), written with auto-flush off and flushed once, so it costs one
+ * network round trip per Redis node. Keys are {@code PREFIX:{USERID}}; the hash tag keeps every key
+ * of one user in one cluster slot. If a node answers NOSCRIPT (script cache flushed, restart,
+ * failover), the script is loaded again and the failed calls are retried once.
  */
 public final class RedisSlidingLog implements CapStore {
   private final StatefulConnection<byte[], byte[]> connection;
   private final RedisScriptingAsyncCommands<byte[], byte[]> scripting;
   private final RedisConnector connector;
   private final Duration timeout;
-  private final byte[] keyPrefix;
-  private final long retentionMs;
+  private final CallBuilder builder;
 
   RedisSlidingLog(StatefulConnection<byte[], byte[]> connection, RedisConnector connector) {
     this.connection = connection;
     this.connector = connector;
     this.timeout = connector.settings().timeout();
-    this.retentionMs = connector.settings().idempotencyRetention().toMillis();
-    this.keyPrefix = (connector.settings().keyPrefix() + ":{").getBytes(StandardCharsets.US_ASCII);
+    SendcapConfig.Limiter settings = connector.settings();
+    this.builder =
+        new CallBuilder(
+            settings.keyPrefix(),
+            settings.idempotencyRetention().toMillis(),
+            settings.sendsPerCall(),
+            settings.cluster());
     this.scripting = scripting(connection);
     connection.setAutoFlushCommands(false);
   }
@@ -55,41 +59,60 @@ public final class RedisSlidingLog implements CapStore {
 
   @Override
   public List<Decision> decide(List<CapRequest> requests) {
-    List<RedisFuture<List<Object>>> futures = new ArrayList<>(requests.size());
-    for (CapRequest request : requests) {
-      futures.add(call(request));
+    List<CallBuilder.Call> calls = builder.calls(requests);
+    List<RedisFuture<List<Object>>> futures = new ArrayList<>(calls.size());
+    for (CallBuilder.Call call : calls) {
+      futures.add(send(call));
     }
-    flush(requests.size());
-    List<Decision> decisions = new ArrayList<>(requests.size());
-    List<Integer> noScript = new ArrayList<>();
-    for (int i = 0; i < futures.size(); i++) {
-      Decision decision = await(futures.get(i));
-      if (decision == null) {
-        noScript.add(i);
+    flush(calls.size(), requests.size());
+    Decision[] decisions = new Decision[requests.size()];
+    List<CallBuilder.Call> noScript = new ArrayList<>();
+    for (int i = 0; i < calls.size(); i++) {
+      List<Object> reply = await(futures.get(i));
+      if (reply == null) {
+        noScript.add(calls.get(i));
+      } else {
+        place(calls.get(i), reply, decisions);
       }
-      decisions.add(decision);
     }
     if (!noScript.isEmpty()) {
-      retryAfterReload(requests, noScript, decisions);
+      retryAfterReload(noScript, decisions);
     }
-    return decisions;
+    return Arrays.asList(decisions);
   }
 
-  private void retryAfterReload(
-      List<CapRequest> requests, List<Integer> indexes, List<Decision> decisions) {
+  /** The script calls that decide {@code requests}, as this log would send them. */
+  public List<ScriptCall> encode(List<CapRequest> requests) {
+    return builder.calls(requests).stream().map(CallBuilder.Call::script).toList();
+  }
+
+  private void retryAfterReload(List<CallBuilder.Call> failed, Decision[] decisions) {
     loadScript();
-    List<RedisFuture<List<Object>>> retries = new ArrayList<>(indexes.size());
-    for (int i : indexes) {
-      retries.add(call(requests.get(i)));
+    List<RedisFuture<List<Object>>> retries = new ArrayList<>(failed.size());
+    for (CallBuilder.Call call : failed) {
+      retries.add(send(call));
     }
-    flush(indexes.size());
+    flush(failed.size(), failed.stream().mapToInt(c -> c.requestIndexes().length).sum());
     for (int j = 0; j < retries.size(); j++) {
-      Decision decision = await(retries.get(j));
-      if (decision == null) {
+      List<Object> reply = await(retries.get(j));
+      if (reply == null) {
         throw new LimiterUnavailableException(
             "Redis answered NOSCRIPT again right after SCRIPT LOAD", null);
       }
-      decisions.set(indexes.get(j), decision);
+      place(failed.get(j), reply, decisions);
+    }
+  }
+
+  private RedisFuture<List<Object>> send(CallBuilder.Call call) {
+    ScriptCall script = call.script();
+    return scripting.evalsha(connector.sha(), ScriptOutputType.MULTI, script.keys(), script.args());
+  }
+
+  /** Puts the decisions of one call's reply where their requests are. */
+  private static void place(CallBuilder.Call call, List<Object> reply, Decision[] decisions) {
+    int[] indexes = call.requestIndexes();
+    for (int k = 0; k < indexes.length; k++) {
+      decisions[indexes[k]] = decision(reply, 4 * k, call.capIndexes().get(k));
     }
   }
 
@@ -111,53 +134,15 @@ public final class RedisSlidingLog implements CapStore {
     }
   }
 
-  private RedisFuture<List<Object>> call(CapRequest request) {
-    ScriptCall call = encode(request);
-    return scripting.evalsha(connector.sha(), ScriptOutputType.MULTI, call.keys(), call.args());
-  }
-
-  /**
-   * The script calls that decide {@code requests}, for tools that drive the script without this
-   * client (the limiter benchmark's server-side ceiling).
-   */
-  public List<ScriptCall> encode(List<CapRequest> requests) {
-    return requests.stream().map(this::encode).toList();
-  }
-
-  private ScriptCall encode(CapRequest request) {
-    Policy policy = request.policy();
-    byte[][] args = new byte[4 + 2 * policy.caps().size()][];
-    args[0] = ascii(request.now());
-    args[1] = MessageIds.member(request.messageId());
-    args[2] = ascii(policy.minInterval().toMillis());
-    args[3] = ascii(Math.max(policy.horizon().toMillis(), retentionMs));
-    int i = 4;
-    for (Cap cap : policy.caps()) {
-      args[i++] = ascii(cap.window().toMillis());
-      args[i++] = ascii(cap.limit());
-    }
-    return new ScriptCall(new byte[][] {key(request.userId())}, args);
-  }
-
-  /** The key of a user's log. */
-  byte[] key(long userId) {
-    byte[] id = Long.toString(userId).getBytes(StandardCharsets.US_ASCII);
-    byte[] key = new byte[keyPrefix.length + id.length + 1];
-    System.arraycopy(keyPrefix, 0, key, 0, keyPrefix.length);
-    System.arraycopy(id, 0, key, keyPrefix.length, id.length);
-    key[key.length - 1] = '}';
-    return key;
-  }
-
-  private void flush(int calls) {
+  private void flush(int calls, int decisions) {
     connection.flushCommands();
-    connector.recordFlush(calls);
+    connector.recordFlush(calls, decisions);
   }
 
-  /** Returns the decision, or null if the node did not have the script. */
-  private Decision await(RedisFuture<List<Object>> future) {
+  /** Returns the reply, or null if the node did not have the script. */
+  private List<Object> await(RedisFuture<List<Object>> future) {
     try {
-      return decision(future.get(timeout.toMillis(), TimeUnit.MILLISECONDS));
+      return future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RedisNoScriptException) {
         return null;
@@ -171,15 +156,15 @@ public final class RedisSlidingLog implements CapStore {
     }
   }
 
-  private static Decision decision(List<Object> reply) {
-    int outcome = ((Long) reply.get(0)).intValue();
-    int cap = ((Long) reply.get(1)).intValue();
-    int count = ((Long) reply.get(2)).intValue();
-    long next = (Long) reply.get(3);
+  private static Decision decision(List<Object> reply, int at, int[] capIndexes) {
+    int outcome = ((Long) reply.get(at)).intValue();
+    int cap = ((Long) reply.get(at + 1)).intValue();
+    int count = ((Long) reply.get(at + 2)).intValue();
+    long next = (Long) reply.get(at + 3);
     return switch (outcome) {
       case 0 -> new Decision(Decision.Outcome.ALLOWED, -1, 0, next);
       case 1 -> new Decision(Decision.Outcome.DUPLICATE, -1, 0, next);
-      case 2 -> new Decision(Decision.Outcome.CAPPED, cap - 1, count, next);
+      case 2 -> new Decision(Decision.Outcome.CAPPED, capIndexes[cap - 1], count, next);
       case 3 -> new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
       default -> throw new IllegalStateException("unexpected script outcome " + outcome);
     };
@@ -193,10 +178,6 @@ public final class RedisSlidingLog implements CapStore {
             + " failed: "
             + (cause == null ? "no answer" : cause.getMessage()),
         cause);
-  }
-
-  private static byte[] ascii(long n) {
-    return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
   }
 
   @Override

@@ -13,6 +13,7 @@ import io.sendcap.segment.SegmentIndex;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -159,7 +160,12 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private CapRequest request(PendingSend p, long now) {
     ScheduledSend send = p.getSend();
     return new CapRequest(
-        send.getUserId(), send.getMessageId(), decisionTime(send, now), policyOf(p.getSegment()));
+        send.getUserId(),
+        send.getMessageId(),
+        decisionTime(send, now),
+        policyOf(p.getSegment()),
+        send.getChannel(),
+        send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()));
   }
 
   private long decisionTime(ScheduledSend send, long now) {

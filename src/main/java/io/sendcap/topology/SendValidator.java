@@ -1,6 +1,8 @@
 package io.sendcap.topology;
 
 import io.sendcap.avro.ScheduledSend;
+import java.time.DateTimeException;
+import java.time.ZoneId;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 
@@ -27,6 +29,19 @@ final class SendValidator implements Deserializer<ScheduledSend> {
     if (send.getUserId() < 0) {
       throw new SerializationException("userId " + send.getUserId() + " is negative");
     }
+    if (send.getUserTimeZone() != null && !isZone(send.getUserTimeZone())) {
+      throw new SerializationException(
+          "userTimeZone \"" + send.getUserTimeZone() + "\" is not a time zone id");
+    }
     return send;
+  }
+
+  private static boolean isZone(String id) {
+    try {
+      ZoneId.of(id);
+      return true;
+    } catch (DateTimeException e) {
+      return false;
+    }
   }
 }

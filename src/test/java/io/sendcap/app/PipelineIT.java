@@ -276,7 +276,9 @@ class PipelineIT {
         continue;
       }
       long now = s.getScheduledAt().toEpochMilli();
-      Decision d = model.decide(new CapRequest(s.getUserId(), s.getMessageId(), now, policy));
+      Decision d =
+          model.decide(
+              new CapRequest(s.getUserId(), s.getMessageId(), now, policy, s.getChannel(), null));
       expected.putIfAbsent(s.getMessageId(), describe(d, policy));
     }
     Map<String, Object> actual = new HashMap<>();

@@ -3,8 +3,11 @@ package io.sendcap.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.sendcap.avro.Channel;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import org.junit.jupiter.api.Test;
 
 class PoliciesTest {
@@ -48,7 +51,9 @@ class PoliciesTest {
         .containsExactly(
             "segments[0].name=\"Active Users\" is invalid: lower-case letters, digits, '.', '_'"
                 + " or '-', at most 64, and not 'default'",
-            "segments[0].caps[0].window=\"1x\" is invalid: " + Durations.ALLOWED,
+            "segments[0].caps[0].window=\"1x\" is invalid: "
+                + Durations.ALLOWED
+                + ", or calendar-day, calendar-week or calendar-month",
             "segments[0].caps[0].limit=\"0\" is invalid: a whole number >= 1",
             "segments[0].min-interval=\"soon\" is invalid: " + Durations.ALLOWED,
             "default.caps=\"[]\" is invalid: a list of one or more caps");
@@ -67,9 +72,53 @@ class PoliciesTest {
     assertThat(e.problems())
         .contains(
             "segments[1].name=\"a\" is invalid: each segment may appear once",
-            "segments[1].max=\"3\" is invalid: unknown key; allowed: name, caps, min-interval",
+            "segments[1].max=\"3\" is invalid: unknown key; allowed: name, caps, min-interval, zone",
             "default=(missing) is invalid: a policy for users in no segment, with at least one"
                 + " cap");
+  }
+
+  @Test
+  void calendarWindowsChannelsAndZonesAreRead() {
+    Policies p =
+        Policies.parse(
+            """
+            segments:
+              - name: active
+                zone: Europe/Berlin
+                caps:
+                  - {window: calendar-week, limit: 10}
+                  - {window: 1d, limit: 1, channel: sms}
+            default:
+              caps: [{window: calendar-month, limit: 20}]
+            """,
+            "p.yaml");
+    Policy active = p.segments().get(0);
+    assertThat(active.zone()).isEqualTo(ZoneId.of("Europe/Berlin"));
+    assertThat(active.caps())
+        .containsExactly(
+            new Cap(
+                "calendar-week", Cap.Kind.CALENDAR_WEEK, CalendarPeriods.LONGEST_WEEK, 10, null),
+            new Cap("1d", Cap.Kind.ROLLING, Duration.ofDays(1), 1, Channel.SMS));
+    assertThat(p.defaultPolicy().zone()).isEqualTo(ZoneOffset.UTC);
+    assertThat(p.defaultPolicy().horizon()).isEqualTo(CalendarPeriods.LONGEST_MONTH);
+  }
+
+  @Test
+  void anUnknownChannelWindowOrZoneIsNamed() {
+    InvalidConfigException e =
+        invalid(
+            """
+            default:
+              zone: Mars/Olympus
+              caps: [{window: calendar-year, limit: 1, channel: fax}]
+            """);
+    assertThat(e.problems())
+        .containsExactly(
+            "default.caps[0].window=\"calendar-year\" is invalid: "
+                + Durations.ALLOWED
+                + ", or calendar-day, calendar-week or calendar-month",
+            "default.caps[0].channel=\"fax\" is invalid: one of EMAIL, PUSH, SMS, IN_APP",
+            "default.zone=\"Mars/Olympus\" is invalid: a time zone id such as Europe/Berlin or UTC");
   }
 
   @Test

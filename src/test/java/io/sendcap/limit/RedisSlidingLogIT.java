@@ -6,11 +6,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.sendcap.avro.Channel;
 import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedRedis;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -20,6 +23,7 @@ import org.junit.jupiter.api.Test;
 
 class RedisSlidingLogIT {
   private static final long T0 = 1_790_000_000_000L;
+  private static final ZoneId KOLKATA = ZoneId.of("Asia/Kolkata");
   private static final long HOUR = Duration.ofHours(1).toMillis();
   private static final Policy POLICY =
       new Policy(
@@ -89,6 +93,66 @@ class RedisSlidingLogIT {
   }
 
   @Test
+  void calendarCapsCountTheUsersDayInTheirZoneAndReleaseAtTheNextMidnight() {
+    long u = nextUser++;
+    Cap day = new Cap("calendar-day", Cap.Kind.CALENDAR_DAY, Duration.ofHours(25), 1, null);
+    Policy berlin = new Policy("p", List.of(day), Duration.ZERO, ZoneId.of("Europe/Berlin"));
+    long midnight = Instant.parse("2026-11-02T23:00:00Z").toEpochMilli(); // 00:00 in Berlin
+    try (RedisSlidingLog log = connector.open()) {
+      List<CapRequest> sends =
+          List.of(
+              new CapRequest(u, "at-midnight", midnight, berlin),
+              new CapRequest(u, "just-before", midnight - 1, berlin),
+              new CapRequest(u, "ten-past", midnight + 600_000, berlin),
+              new CapRequest(u, "in-kolkata", midnight + 700_000, berlin, Channel.EMAIL, KOLKATA));
+      List<Decision> d = log.decide(sends);
+      assertThat(d.get(0).outcome()).isEqualTo(Decision.Outcome.ALLOWED);
+      assertThat(d.get(1).outcome())
+          .as("a send at the next period's first millisecond does not count in this one")
+          .isEqualTo(Decision.Outcome.ALLOWED);
+      assertThat(d.get(2))
+          .isEqualTo(new Decision(Decision.Outcome.CAPPED, 0, 1, midnight + 86_400_000));
+      long kolkataMidnight = Instant.parse("2026-11-03T18:30:00Z").toEpochMilli();
+      assertThat(d.get(3))
+          .as("the send's zone wins over the policy's")
+          .isEqualTo(new Decision(Decision.Outcome.CAPPED, 0, 2, kolkataMidnight));
+      assertThat(d).isEqualTo(new SlidingLogModel(Duration.ofMillis(1)).decide(sends));
+    }
+  }
+
+  @Test
+  void aChannelCapCountsAndAppliesToItsChannelOnly() {
+    long u = nextUser++;
+    Policy policy =
+        new Policy(
+            "p",
+            List.of(
+                new Cap("1d", Duration.ofDays(1), 3),
+                new Cap("1d", Cap.Kind.ROLLING, Duration.ofDays(1), 1, Channel.SMS)),
+            Duration.ZERO);
+    try (RedisSlidingLog log = connector.open()) {
+      List<Decision> d =
+          log.decide(
+              List.of(
+                  new CapRequest(u, "s1", T0, policy, Channel.SMS, null),
+                  new CapRequest(u, "s2", T0 + 1, policy, Channel.SMS, null),
+                  new CapRequest(u, "e1", T0 + 2, policy, Channel.EMAIL, null),
+                  new CapRequest(u, "e2", T0 + 3, policy, Channel.EMAIL, null),
+                  new CapRequest(u, "p1", T0 + 4, policy, Channel.PUSH, null)));
+      assertThat(d)
+          .extracting(Decision::outcome)
+          .containsExactly(
+              Decision.Outcome.ALLOWED,
+              Decision.Outcome.CAPPED,
+              Decision.Outcome.ALLOWED,
+              Decision.Outcome.ALLOWED,
+              Decision.Outcome.CAPPED);
+      assertThat(d.get(1).capIndex()).as("the SMS cap").isEqualTo(1);
+      assertThat(d.get(4).capIndex()).as("the cap of all channels").isZero();
+    }
+  }
+
+  @Test
   void aReplayedSendIsAllowedAgainAndConsumesNothing() {
     long u = nextUser++;
     try (RedisSlidingLog log = connector.open()) {
@@ -133,9 +197,11 @@ class RedisSlidingLogIT {
     try (RedisSlidingLog log = connector.open()) {
       long flushes = connector.flushes();
       long calls = connector.calls();
+      long decisions = connector.decisions();
       assertThat(log.decide(batch)).hasSize(1000).allMatch(Decision::allowed);
       assertThat(connector.flushes() - flushes).isEqualTo(1);
-      assertThat(connector.calls() - calls).isEqualTo(1000);
+      assertThat(connector.decisions() - decisions).isEqualTo(1000);
+      assertThat(connector.calls() - calls).as("calls of 16 sends").isEqualTo(63);
     }
   }
 

@@ -1,9 +1,13 @@
 package io.sendcap.limit;
 
+import io.sendcap.avro.Channel;
+import io.sendcap.config.CalendarPeriods;
 import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -13,7 +17,9 @@ import java.util.Map;
  * the reference the Lua script is compared with.
  */
 public final class SlidingLogModel implements CapStore {
-  private final Map<Long, Map<String, Long>> logs = new HashMap<>();
+  private record Entry(long time, Channel channel) {}
+
+  private final Map<Long, Map<String, Entry>> logs = new HashMap<>();
   private final long retentionMs;
 
   /** A model that keeps each logged send for at least {@code retention}. */
@@ -32,35 +38,42 @@ public final class SlidingLogModel implements CapStore {
 
   /** Decides one send. */
   public Decision decide(CapRequest r) {
-    Map<String, Long> log = logs.computeIfAbsent(r.userId(), u -> new HashMap<>());
-    if (log.containsKey(r.messageId())) {
-      return new Decision(Decision.Outcome.DUPLICATE, -1, 0, r.now());
+    Map<String, Entry> log = logs.computeIfAbsent(r.userId(), u -> new HashMap<>());
+    String id = r.channel() + "/" + r.messageId();
+    long now = r.now();
+    if (log.containsKey(id)) {
+      return new Decision(Decision.Outcome.DUPLICATE, -1, 0, now);
     }
     Policy policy = r.policy();
-    long now = r.now();
     long horizon = Math.max(policy.horizon().toMillis(), retentionMs);
-    log.values().removeIf(t -> t <= now - horizon);
-    List<Long> times = log.values().stream().sorted().toList();
+    log.values().removeIf(e -> e.time() <= now - horizon);
+    List<Entry> entries =
+        log.values().stream().sorted(Comparator.comparingLong(Entry::time)).toList();
     int failed = -1;
     int failedCount = 0;
     long next = now;
     for (int i = 0; i < policy.caps().size(); i++) {
       Cap cap = policy.caps().get(i);
-      long w = cap.window().toMillis();
-      List<Long> inside = times.stream().filter(t -> t > now - w).toList();
+      if (!cap.appliesTo(r.channel())) {
+        continue;
+      }
+      List<Long> inside = inside(cap, entries, r);
       if (inside.size() >= cap.limit()) {
         if (failed < 0) {
           failed = i;
           failedCount = inside.size();
         }
-        next = Math.max(next, inside.get(inside.size() - cap.limit()) + w);
+        next = Math.max(next, release(cap, inside, r));
       }
     }
     long interval = policy.minInterval().toMillis();
     boolean tooSoon = false;
-    if (interval > 0 && !times.isEmpty() && times.get(times.size() - 1) > now - interval) {
-      tooSoon = true;
-      next = Math.max(next, times.get(times.size() - 1) + interval);
+    if (interval > 0 && !entries.isEmpty()) {
+      long newest = entries.get(entries.size() - 1).time();
+      if (newest > now - interval) {
+        tooSoon = true;
+        next = Math.max(next, newest + interval);
+      }
     }
     if (failed >= 0) {
       return new Decision(Decision.Outcome.CAPPED, failed, failedCount, next);
@@ -68,8 +81,34 @@ public final class SlidingLogModel implements CapStore {
     if (tooSoon) {
       return new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
     }
-    log.put(r.messageId(), now);
+    log.put(id, new Entry(now, r.channel()));
     return new Decision(Decision.Outcome.ALLOWED, -1, 0, now);
+  }
+
+  /** The times, oldest first, of the logged sends that count against {@code cap}. */
+  private static List<Long> inside(Cap cap, List<Entry> entries, CapRequest r) {
+    long now = r.now();
+    CalendarPeriods.Period period =
+        cap.kind() == Cap.Kind.ROLLING
+            ? null
+            : CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(now), r.effectiveZone());
+    return entries.stream()
+        .filter(e -> cap.channel() == null || cap.channel() == e.channel())
+        .filter(
+            e ->
+                period == null
+                    ? e.time() > now - cap.window().toMillis()
+                    : e.time() >= period.start() && e.time() < period.end())
+        .map(Entry::time)
+        .toList();
+  }
+
+  /** When enough counted sends have left the cap's window for one more to fit. */
+  private static long release(Cap cap, List<Long> inside, CapRequest r) {
+    if (cap.kind() != Cap.Kind.ROLLING) {
+      return CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(r.now()), r.effectiveZone()).end();
+    }
+    return inside.get(inside.size() - cap.limit()) + cap.window().toMillis();
   }
 
   /** The number of sends logged for a user. */

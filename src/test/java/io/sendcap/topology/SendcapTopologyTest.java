@@ -181,15 +181,20 @@ class SendcapTopologyTest {
     input.pipeInput("1".getBytes(StandardCharsets.UTF_8), garbage);
     ScheduledSend empty = send("", 1, Duration.ZERO);
     pipe(empty);
+    ScheduledSend martian = send("tz", 1, Duration.ZERO);
+    martian.setUserTimeZone("Mars/Olympus");
+    pipe(martian);
     pipe(send("ok", 1, Duration.ZERO));
 
     List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
-    assertThat(dead).hasSize(2);
+    assertThat(dead).hasSize(3);
     assertThat(dead.get(0).value()).isEqualTo(garbage);
     assertThat(header(dead.get(0), "__streams.errors.message"))
         .contains("not a io.sendcap.avro.ScheduledSend");
     assertThat(header(dead.get(1), "__streams.errors.message")).contains("messageId is empty");
     assertThat(header(dead.get(1), "__streams.errors.offset")).isEqualTo("1");
+    assertThat(header(dead.get(2), "__streams.errors.message"))
+        .isEqualTo("userTimeZone \"Mars/Olympus\" is not a time zone id");
     assertThat(deliveredIds()).containsExactly("ok");
   }
 

@@ -1,0 +1,154 @@
+package io.sendcap.limit;
+
+import io.lettuce.core.cluster.SlotHash;
+import io.sendcap.avro.Channel;
+import io.sendcap.config.CalendarPeriods;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Groups the requests of a batch into calls of the sliding-log script, each deciding up to {@code
+ * sendsPerCall} sends whose keys share a cluster slot, in request order within a slot.
+ *
+ * <p>The caps that apply to a send (its policy's caps for all channels or for the send's channel)
+ * form its <em>shape</em>; each call carries its distinct shapes once, and each send names its
+ * shape, so a call's arguments grow by three numbers per send (plus the bounds of its calendar
+ * periods).
+ */
+final class CallBuilder {
+  /** One script call and, for each send it decides, where its decision goes. */
+  record Call(ScriptCall script, int[] requestIndexes, List<int[]> capIndexes) {}
+
+  private final byte[] keyPrefix;
+  private final long retentionMs;
+  private final int sendsPerCall;
+  private final boolean cluster;
+  private final Map<ShapeKey, Shape> shapes = new HashMap<>();
+
+  CallBuilder(String keyPrefix, long retentionMs, int sendsPerCall, boolean cluster) {
+    this.keyPrefix = (keyPrefix + ":{").getBytes(StandardCharsets.US_ASCII);
+    this.retentionMs = retentionMs;
+    this.sendsPerCall = sendsPerCall;
+    this.cluster = cluster;
+  }
+
+  /** The calls that decide {@code requests}. */
+  List<Call> calls(List<CapRequest> requests) {
+    List<Call> calls = new ArrayList<>();
+    Map<Integer, Group> open = new LinkedHashMap<>();
+    for (int i = 0; i < requests.size(); i++) {
+      byte[] key = key(requests.get(i).userId());
+      int slot = cluster ? SlotHash.getSlot(key) : 0;
+      Group group = open.computeIfAbsent(slot, s -> new Group());
+      group.add(i, key, requests.get(i));
+      if (group.size() == sendsPerCall) {
+        calls.add(group.build());
+        open.remove(slot);
+      }
+    }
+    open.values().forEach(g -> calls.add(g.build()));
+    return calls;
+  }
+
+  /** The key of a user's log: {@code PREFIX:{USERID}}. */
+  byte[] key(long userId) {
+    byte[] id = Long.toString(userId).getBytes(StandardCharsets.US_ASCII);
+    byte[] key = new byte[keyPrefix.length + id.length + 1];
+    System.arraycopy(keyPrefix, 0, key, 0, keyPrefix.length);
+    System.arraycopy(id, 0, key, keyPrefix.length, id.length);
+    key[key.length - 1] = '}';
+    return key;
+  }
+
+  /** The sends of one call being assembled. */
+  private final class Group {
+    private final List<byte[]> keys = new ArrayList<>();
+    private final List<byte[]> sendArgs = new ArrayList<>();
+    private final List<Integer> indexes = new ArrayList<>();
+    private final List<int[]> capIndexes = new ArrayList<>();
+    private final Map<Shape, Integer> shapeNumbers = new IdentityHashMap<>();
+    private final List<Shape> used = new ArrayList<>();
+
+    int size() {
+      return keys.size();
+    }
+
+    void add(int index, byte[] key, CapRequest r) {
+      Shape shape = shape(r.policy(), r.channel());
+      Integer number = shapeNumbers.get(shape);
+      if (number == null) {
+        used.add(shape);
+        number = used.size();
+        shapeNumbers.put(shape, number);
+      }
+      keys.add(key);
+      indexes.add(index);
+      capIndexes.add(shape.capIndexes());
+      sendArgs.add(ascii(r.now()));
+      sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
+      sendArgs.add(ascii(number));
+      for (Cap cap : shape.caps()) {
+        if (cap.kind() != Cap.Kind.ROLLING) {
+          CalendarPeriods.Period period =
+              CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(r.now()), r.effectiveZone());
+          sendArgs.add(ascii(period.start()));
+          sendArgs.add(ascii(period.end()));
+        }
+      }
+    }
+
+    Call build() {
+      List<byte[]> args = new ArrayList<>();
+      args.add(ascii(used.size()));
+      for (Shape shape : used) {
+        args.addAll(shape.args());
+      }
+      args.addAll(sendArgs);
+      ScriptCall call = new ScriptCall(keys.toArray(new byte[0][]), args.toArray(new byte[0][]));
+      return new Call(call, indexes.stream().mapToInt(Integer::intValue).toArray(), capIndexes);
+    }
+  }
+
+  /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */
+  private Shape shape(Policy policy, Channel channel) {
+    return shapes.computeIfAbsent(
+        new ShapeKey(policy, channel), k -> Shape.of(policy, channel, retentionMs));
+  }
+
+  private record ShapeKey(Policy policy, Channel channel) {}
+
+  /**
+   * The caps of a policy that apply to sends on one channel, with their indexes in the policy and
+   * their encoding as script arguments.
+   */
+  private record Shape(List<Cap> caps, int[] capIndexes, List<byte[]> args) {
+    static Shape of(Policy policy, Channel channel, long retentionMs) {
+      List<Cap> caps = policy.caps().stream().filter(c -> c.appliesTo(channel)).toList();
+      int[] indexes = caps.stream().mapToInt(policy.caps()::indexOf).toArray();
+      List<byte[]> args = new ArrayList<>();
+      args.add(ascii(policy.minInterval().toMillis()));
+      args.add(ascii(Math.max(policy.horizon().toMillis(), retentionMs)));
+      args.add(ascii(caps.size()));
+      for (Cap cap : caps) {
+        boolean calendar = cap.kind() != Cap.Kind.ROLLING;
+        args.add(ascii(calendar ? 1 : 0));
+        args.add(ascii(calendar ? 0 : cap.window().toMillis()));
+        args.add(ascii(cap.limit()));
+        args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelByte(cap.channel())));
+      }
+      return new Shape(caps, indexes, List.copyOf(args));
+    }
+  }
+
+  private static byte[] ascii(long n) {
+    return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
+  }
+}
