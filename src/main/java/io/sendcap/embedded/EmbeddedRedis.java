@@ -105,6 +105,25 @@ public final class EmbeddedRedis implements AutoCloseable {
     process = null;
   }
 
+  /**
+   * Stops the server as a persistent Redis stops: it saves its data first, and {@link #restart()}
+   * loads it again. ({@link #stop()} loses the data, as Redis without persistence does.)
+   */
+  public synchronized void stopKeepingData() {
+    Process current = process;
+    if (current == null) {
+      return;
+    }
+    LOG.info("Stopping Redis at {}, saving its data", uri());
+    try {
+      Resp.call(port, "SHUTDOWN", "SAVE");
+    } catch (IOException e) {
+      LOG.debug("Redis on port {} closed the connection while shutting down", port, e);
+    }
+    awaitExit(current);
+    process = null;
+  }
+
   /** Stops the server if it runs, starts it again on the same port and waits for PING. */
   public synchronized void restart() {
     stop();

@@ -8,10 +8,14 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.Delay;
 import io.sendcap.config.SendcapConfig;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -25,7 +29,15 @@ public final class RedisConnector implements AutoCloseable {
   /** The classpath resource of the sliding-log script. */
   static final String SCRIPT = "/lua/sliding_log.lua";
 
+  /**
+   * Reconnect attempts after a lost connection: exponential from 10 ms up to 1 s (Lettuce's default
+   * goes up to 30 s), so that sends are decided by the limiter again soon after Redis is back.
+   */
+  private static final Delay RECONNECT_DELAY =
+      Delay.exponential(Duration.ofMillis(10), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS);
+
   private final SendcapConfig.Limiter settings;
+  private final ClientResources resources;
   private final RedisClient standalone;
   private final RedisClusterClient cluster;
   private final byte[] script;
@@ -36,20 +48,22 @@ public final class RedisConnector implements AutoCloseable {
 
   private RedisConnector(SendcapConfig.Limiter settings) {
     this.settings = settings;
+    this.resources = ClientResources.builder().reconnectDelay(RECONNECT_DELAY).build();
     this.script = readScript();
     this.sha = Scripts.sha1(script);
     TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout());
     if (settings.cluster()) {
       this.standalone = null;
       this.cluster =
-          RedisClusterClient.create(settings.uris().stream().map(RedisURI::create).toList());
+          RedisClusterClient.create(
+              resources, settings.uris().stream().map(RedisURI::create).toList());
       // Node connections open lazily, when the first command for a node's slots is written; a
       // client that rejected commands while disconnected would reject that first batch. Commands
       // wait for the node instead, up to the command timeout.
       cluster.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).build());
     } else {
       this.cluster = null;
-      this.standalone = RedisClient.create(RedisURI.create(settings.uris().get(0)));
+      this.standalone = RedisClient.create(resources, RedisURI.create(settings.uris().get(0)));
       standalone.setOptions(
           ClientOptions.builder()
               .timeoutOptions(timeouts)
@@ -131,6 +145,7 @@ public final class RedisConnector implements AutoCloseable {
     } else {
       standalone.shutdown();
     }
+    resources.shutdown();
   }
 
   private static byte[] readScript() {

@@ -1,0 +1,325 @@
+package io.sendcap.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.sendcap.avro.Channel;
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policies;
+import io.sendcap.config.Policy;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.Decision;
+import io.sendcap.limit.SlidingLogModel;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * A blast with known policies for the pipeline's integration tests: the input records, how to
+ * produce them, how to read what sendcap made of them, and the checks a user would make.
+ */
+final class CapScenario {
+  static final int VIPS = 100;
+  static final String POLICIES =
+      """
+      segments:
+        - name: vip
+          caps:
+            - {window: 1h, limit: 2}
+          min-interval: 5m
+      default:
+        caps:
+          - {window: 1h, limit: 3}
+          - {window: 1d, limit: 6}
+        min-interval: 1m
+      """;
+
+  private static final Instant T0 = Instant.parse("2026-11-02T06:00:00Z");
+  private static final Duration SPAN = Duration.ofHours(20);
+
+  final Policies policies = Policies.parse(POLICIES, "test");
+  private final SingleObjectAvroSerde<ScheduledSend> sends =
+      new SingleObjectAvroSerde<>(ScheduledSend.class);
+  private final SingleObjectAvroSerde<Delivery> deliveries =
+      new SingleObjectAvroSerde<>(Delivery.class);
+  private final SingleObjectAvroSerde<Suppression> suppressions =
+      new SingleObjectAvroSerde<>(Suppression.class);
+
+  /** What happened to one input record, as read from the output topics. */
+  record Outcome(String messageId, boolean allowed, Object detail) {}
+
+  /** Writes the policy file and the segment file of users 1 to {@link #VIPS} into {@code dir}. */
+  static void writeFiles(Path dir) throws IOException {
+    Files.writeString(dir.resolve("policies.yaml"), POLICIES);
+    Files.createDirectories(dir.resolve("segments"));
+    Files.write(
+        dir.resolve("segments/vip.ids"),
+        LongStream.rangeClosed(1, VIPS).mapToObj(Long::toString).toList());
+  }
+
+  /** Settings of an application on the files of {@link #writeFiles}, with the event clock. */
+  static Properties settings(Path dir, String bootstrap, String redisUri, String appId) {
+    Properties p = new Properties();
+    p.setProperty("bootstrap.servers", bootstrap);
+    p.setProperty("application.id", appId);
+    p.setProperty("state.dir", dir.resolve("state-" + appId).toString());
+    p.setProperty("cap.redis.uri", redisUri);
+    p.setProperty("cap.clock", "event");
+    p.setProperty("batch.max.records", "200");
+    p.setProperty("batch.max.wait.ms", "20");
+    p.setProperty("policies.file", dir.resolve("policies.yaml").toString());
+    p.setProperty("segments.dir", dir.resolve("segments").toString());
+    return p;
+  }
+
+  /**
+   * The input records, in order: {@code count} records to users 1 to {@code users}, scheduled over
+   * 20 hours with some out of order, a few transactional; about {@code poison} of them not Avro and
+   * about {@code resent} a send produced a second time.
+   */
+  List<ProducerRecord<byte[], byte[]>> records(
+      String topic, int count, int users, int poison, int resent, long seed) {
+    SplittableRandom random = new SplittableRandom(seed);
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+    List<ScheduledSend> sent = new ArrayList<>();
+    for (int i = 0; records.size() < count; i++) {
+      int kind = random.nextInt(count);
+      long user = 1 + random.nextInt(users);
+      if (kind < poison) {
+        records.add(
+            record(topic, user, ("poison-" + seed + "-" + i).getBytes(StandardCharsets.UTF_8)));
+      } else if (kind < poison + resent && !sent.isEmpty()) {
+        ScheduledSend again = sent.get(random.nextInt(sent.size()));
+        records.add(record(topic, again.getUserId(), sends.encode(again)));
+      } else {
+        ScheduledSend send =
+            ScheduledSend.newBuilder()
+                .setMessageId("m" + seed + "-" + i)
+                .setCampaignId("c" + (i % 7))
+                .setUserId(user)
+                .setChannel(Channel.values()[random.nextInt(Channel.values().length)])
+                .setScheduledAt(
+                    T0.plusMillis(SPAN.toMillis() * i / count - random.nextLong(120_000)))
+                .setTransactional(random.nextInt(100) == 0)
+                .build();
+        sent.add(send);
+        records.add(record(topic, user, sends.encode(send)));
+      }
+    }
+    return records;
+  }
+
+  private static ProducerRecord<byte[], byte[]> record(String topic, long user, byte[] value) {
+    return new ProducerRecord<>(topic, Long.toString(user).getBytes(StandardCharsets.UTF_8), value);
+  }
+
+  /** Produces the records, idempotently, and waits until the broker has them all. */
+  static void produce(String bootstrap, List<ProducerRecord<byte[], byte[]>> records) {
+    Map<String, Object> conf =
+        Map.of(
+            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+            bootstrap,
+            ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+            true);
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(conf, new ByteArraySerializer(), new ByteArraySerializer())) {
+      records.forEach(producer::send);
+    }
+  }
+
+  /** How many times each message id (or poison value) occurs in the input. */
+  Map<String, Long> idsOf(List<ProducerRecord<byte[], byte[]>> records) {
+    Map<String, Long> ids = new TreeMap<>();
+    for (ProducerRecord<byte[], byte[]> r : records) {
+      ids.merge(idOf(r.value()), 1L, Long::sum);
+    }
+    return ids;
+  }
+
+  private String idOf(byte[] value) {
+    String text = new String(value, StandardCharsets.UTF_8);
+    return text.startsWith("poison-") ? text : sends.decode(value).getMessageId();
+  }
+
+  /** The sends among the records, in order. */
+  List<ScheduledSend> sendsOf(List<ProducerRecord<byte[], byte[]>> records) {
+    return records.stream()
+        .map(ProducerRecord::value)
+        .filter(v -> !new String(v, StandardCharsets.UTF_8).startsWith("poison-"))
+        .map(sends::decode)
+        .toList();
+  }
+
+  /** Reads output records of the given deliveries and suppressed topics; the rest are DLQ. */
+  List<Outcome> outcomes(
+      List<ConsumerRecord<byte[], byte[]>> records, String deliveryTopic, String suppressedTopic) {
+    List<Outcome> outcomes = new ArrayList<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      if (r.topic().equals(deliveryTopic)) {
+        Delivery d = deliveries.decode(r.value());
+        outcomes.add(new Outcome(d.getSend().getMessageId(), true, d));
+      } else if (r.topic().equals(suppressedTopic)) {
+        Suppression s = suppressions.decode(r.value());
+        outcomes.add(new Outcome(s.getSend().getMessageId(), false, s));
+      } else {
+        outcomes.add(new Outcome(new String(r.value(), StandardCharsets.UTF_8), false, "DLQ"));
+      }
+    }
+    return outcomes;
+  }
+
+  /** Checks that every input record appears exactly once across the outputs. */
+  void assertEachInputOnce(List<ProducerRecord<byte[], byte[]>> input, List<Outcome> outcomes) {
+    Map<String, Long> outputIds =
+        outcomes.stream()
+            .collect(
+                Collectors.groupingBy(Outcome::messageId, TreeMap::new, Collectors.counting()));
+    assertThat(outputIds)
+        .as("every input record appears exactly once across deliveries, suppressed and DLQ")
+        .isEqualTo(idsOf(input));
+  }
+
+  /** Whether each message id was delivered (all of its records) or not. */
+  static Map<String, Boolean> allowedById(List<Outcome> outcomes) {
+    Map<String, Boolean> m = new TreeMap<>();
+    outcomes.forEach(o -> m.merge(o.messageId(), o.allowed(), (a, b) -> a && b));
+    return m;
+  }
+
+  /** Checks every decision against the reference model of the rules, send by send. */
+  void assertDecisionsMatchTheModel(
+      List<ScheduledSend> input, List<Outcome> outcomes, Duration retention) {
+    SlidingLogModel model = new SlidingLogModel(retention);
+    Map<String, String> expected = new HashMap<>();
+    for (ScheduledSend s : input) {
+      Policy policy = policyOf(s.getUserId());
+      if (s.getTransactional()) {
+        expected.putIfAbsent(s.getMessageId(), "allowed");
+        continue;
+      }
+      long now = s.getScheduledAt().toEpochMilli();
+      Decision d =
+          model.decide(
+              new CapRequest(s.getUserId(), s.getMessageId(), now, policy, s.getChannel(), null));
+      expected.putIfAbsent(s.getMessageId(), describe(d, policy));
+    }
+    Map<String, String> actual = new HashMap<>();
+    for (Outcome o : outcomes) {
+      if (o.detail() instanceof Suppression s) {
+        actual.putIfAbsent(o.messageId(), describe(s));
+      } else if (o.allowed()) {
+        actual.putIfAbsent(o.messageId(), "allowed");
+      }
+    }
+    assertThat(actual).isEqualTo(expected);
+  }
+
+  private Policy policyOf(long user) {
+    return user <= VIPS ? policies.segments().get(0) : policies.defaultPolicy();
+  }
+
+  private static String describe(Suppression s) {
+    return s.getReason()
+        + " "
+        + s.getCapWindow()
+        + " "
+        + s.getCapCount()
+        + " "
+        + (s.getNextEligibleAt() == null ? null : s.getNextEligibleAt().toEpochMilli());
+  }
+
+  private static String describe(Decision d, Policy policy) {
+    return switch (d.outcome()) {
+      case ALLOWED, DUPLICATE -> "allowed";
+      case CAPPED ->
+          "CAP "
+              + policy.caps().get(d.capIndex()).name()
+              + " "
+              + d.count()
+              + " "
+              + d.nextEligibleAt();
+      case MIN_INTERVAL -> "MIN_INTERVAL null null " + d.nextEligibleAt();
+    };
+  }
+
+  /** Checks that no user's rolling window holds more checked, allowed sends than its cap. */
+  void assertNoWindowHoldsMoreThanItsCap(List<Outcome> outcomes) {
+    Map<Long, List<Long>> allowedTimes = new HashMap<>();
+    Set<String> counted = new HashSet<>();
+    for (Outcome o : outcomes) {
+      if (o.detail() instanceof Delivery d
+          && !d.getSend().getTransactional()
+          && !d.getFailOpen()
+          && counted.add(o.messageId())) {
+        allowedTimes
+            .computeIfAbsent(d.getSend().getUserId(), u -> new ArrayList<>())
+            .add(d.getDecidedAt().toEpochMilli());
+      }
+    }
+    assertThat(allowedTimes).isNotEmpty();
+    allowedTimes.forEach(
+        (user, times) -> {
+          List<Long> sorted = times.stream().sorted().toList();
+          for (Cap cap : policyOf(user).caps()) {
+            long w = cap.window().toMillis();
+            for (long t : sorted) {
+              long inside = sorted.stream().filter(x -> x > t - w && x <= t).count();
+              assertThat(inside)
+                  .as("user %d, cap %s, window ending %d", user, cap.name(), t)
+                  .isLessThanOrEqualTo(cap.limit());
+            }
+          }
+        });
+  }
+
+  /** The number of sends logged in the Redis at {@code uri}. */
+  static long loggedSends(String uri) {
+    RedisClient client = RedisClient.create(uri);
+    try (StatefulRedisConnection<String, String> c = client.connect()) {
+      long total = 0;
+      for (String key : c.sync().keys("sc:*")) {
+        total += c.sync().zcard(key);
+      }
+      return total;
+    } finally {
+      client.shutdown();
+    }
+  }
+
+  /** The application settings of {@link #settings} with output topics suffixed. */
+  static SendcapConfig config(Properties settings, String suffix) {
+    Properties p = new Properties();
+    p.putAll(settings);
+    if (!suffix.isEmpty()) {
+      p.setProperty("topic.deliveries", "deliveries" + suffix);
+      p.setProperty("topic.suppressed", "suppressed" + suffix);
+      p.setProperty("topic.dlq", "dlq" + suffix);
+    }
+    return SendcapConfig.from(p, p.getProperty("application.id"));
+  }
+}

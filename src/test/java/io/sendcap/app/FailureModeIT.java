@@ -1,0 +1,198 @@
+package io.sendcap.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
+import io.sendcap.avro.SuppressionReason;
+import io.sendcap.embedded.EmbeddedRedis;
+import io.sendcap.testing.TestKafka;
+import io.sendcap.testing.TopicReader;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Properties;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Redis stopped in the middle of a blast and started again, under each {@code
+ * cap.redis.failure-mode}: the first part of the blast is decided with Redis up, the second while
+ * it is down, the third after it is back (with the data it saved).
+ */
+class FailureModeIT {
+  private static final int FIRST = 2_000;
+  private static final int SECOND = 2_000;
+  private static final int THIRD = 1_000;
+
+  private static TestKafka kafka;
+  @TempDir static Path dir;
+
+  private final CapScenario scenario = new CapScenario();
+
+  @BeforeAll
+  static void start() throws IOException {
+    kafka = TestKafka.start();
+    CapScenario.writeFiles(dir);
+  }
+
+  @AfterAll
+  static void stop() {
+    kafka.close();
+  }
+
+  /**
+   * What one run saw: the input, every output, the outputs decided while Redis was down, and the
+   * sends produced after the limiter had decided a send again.
+   */
+  private record Run(
+      List<ProducerRecord<byte[], byte[]>> input,
+      List<CapScenario.Outcome> all,
+      List<CapScenario.Outcome> whileDown,
+      List<ProducerRecord<byte[], byte[]>> afterRecovery) {}
+
+  private Run blastThroughAnOutage(String mode) {
+    String in = "sends-" + mode;
+    kafka.createTopics(4, in, "deliveries-" + mode, "suppressed-" + mode, "dlq-" + mode);
+    List<ProducerRecord<byte[], byte[]>> input =
+        scenario.records(in, FIRST + SECOND + THIRD, 300, 0, 0, mode.hashCode());
+    try (EmbeddedRedis redis = EmbeddedRedis.start()) {
+      Properties p =
+          CapScenario.settings(dir, kafka.bootstrapServers(), redis.uri(), "app-" + mode);
+      p.setProperty("topic.input", in);
+      p.setProperty("cap.redis.failure-mode", mode);
+      p.setProperty("cap.redis.timeout.ms", "1000");
+      try (SendcapApp app = SendcapApp.start(CapScenario.config(p, "-" + mode));
+          TopicReader reader =
+              new TopicReader(
+                  kafka.bootstrapServers(),
+                  "deliveries-" + mode,
+                  "suppressed-" + mode,
+                  "dlq-" + mode)) {
+        CapScenario.produce(kafka.bootstrapServers(), input.subList(0, FIRST));
+        reader.awaitRecords(FIRST, Duration.ofMinutes(1));
+
+        redis.stopKeepingData();
+        CapScenario.produce(kafka.bootstrapServers(), input.subList(FIRST, FIRST + SECOND));
+        int decidedWhileDown =
+            mode.equals("block")
+                ? reader.drain(Duration.ofSeconds(3)).size()
+                : reader.awaitRecords(FIRST + SECOND, Duration.ofMinutes(1)).size();
+        redis.restart();
+
+        int next = awaitRecovery(reader, input, FIRST + SECOND, mode);
+        CapScenario.produce(kafka.bootstrapServers(), input.subList(next, input.size()));
+        List<CapScenario.Outcome> all =
+            scenario.outcomes(
+                reader.awaitRecords(input.size(), Duration.ofMinutes(2)),
+                "deliveries-" + mode,
+                "suppressed-" + mode);
+        return new Run(
+            input, all, all.subList(FIRST, decidedWhileDown), input.subList(next, input.size()));
+      }
+    }
+  }
+
+  /**
+   * Produces the third part a few sends at a time until the limiter decides one again (it
+   * reconnects on its own, with backoff); returns the index of the first send not yet produced.
+   */
+  private int awaitRecovery(
+      TopicReader reader, List<ProducerRecord<byte[], byte[]>> input, int from, String mode) {
+    int next = from;
+    while (next < input.size()) {
+      int end = Math.min(input.size(), next + 20);
+      CapScenario.produce(kafka.bootstrapServers(), input.subList(next, end));
+      List<CapScenario.Outcome> outs =
+          scenario.outcomes(
+              reader.awaitRecords(end, Duration.ofMinutes(1)).subList(next, end),
+              "deliveries-" + mode,
+              "suppressed-" + mode);
+      next = end;
+      if (outs.stream().anyMatch(FailureModeIT::decidedByTheLimiter)) {
+        return next;
+      }
+    }
+    throw new AssertionError("the limiter decided no send of the third part");
+  }
+
+  private static boolean decidedByTheLimiter(CapScenario.Outcome o) {
+    if (o.detail() instanceof Delivery d) {
+      return !d.getFailOpen() && !d.getSend().getTransactional();
+    }
+    return o.detail() instanceof Suppression s
+        && s.getReason() != SuppressionReason.LIMITER_UNAVAILABLE;
+  }
+
+  private Set<String> idsOf(List<ProducerRecord<byte[], byte[]>> records) {
+    return scenario.sendsOf(records).stream()
+        .filter(s -> !s.getTransactional())
+        .map(ScheduledSend::getMessageId)
+        .collect(Collectors.toSet());
+  }
+
+  @Test
+  void blockDecidesNothingWhileRedisIsDownLosesNothingAndDecidesEverySendAsTheRulesSay() {
+    Run run = blastThroughAnOutage("block");
+
+    assertThat(run.whileDown()).as("outputs while Redis was down").isEmpty();
+    scenario.assertEachInputOnce(run.input(), run.all());
+    scenario.assertDecisionsMatchTheModel(
+        scenario.sendsOf(run.input()), run.all(), Duration.ofDays(1));
+    scenario.assertNoWindowHoldsMoreThanItsCap(run.all());
+  }
+
+  @Test
+  void allowDeliversUncheckedSendsMarkedFailOpenWhileRedisIsDown() {
+    Run run = blastThroughAnOutage("allow");
+
+    scenario.assertEachInputOnce(run.input(), run.all());
+    Set<String> second = idsOf(run.input().subList(FIRST, FIRST + SECOND));
+    assertThat(run.whileDown())
+        .filteredOn(o -> second.contains(o.messageId()))
+        .isNotEmpty()
+        .allSatisfy(o -> assertThat(((Delivery) o.detail()).getFailOpen()).isTrue());
+    assertThat(run.all())
+        .filteredOn(
+            o ->
+                idsOf(run.input().subList(FIRST + SECOND, run.input().size()))
+                    .contains(o.messageId()))
+        .as("decided by the limiter again once Redis is back")
+        .noneMatch(o -> o.detail() instanceof Delivery d && d.getFailOpen())
+        .anyMatch(o -> o.detail() instanceof Suppression);
+  }
+
+  @Test
+  void suppressSuppressesWithLimiterUnavailableWhileRedisIsDown() {
+    Run run = blastThroughAnOutage("suppress");
+
+    scenario.assertEachInputOnce(run.input(), run.all());
+    Set<String> second = idsOf(run.input().subList(FIRST, FIRST + SECOND));
+    assertThat(run.whileDown())
+        .filteredOn(o -> second.contains(o.messageId()))
+        .isNotEmpty()
+        .allSatisfy(
+            o -> {
+              Suppression s = (Suppression) o.detail();
+              assertThat(s.getReason()).isEqualTo(SuppressionReason.LIMITER_UNAVAILABLE);
+              assertThat(s.getNextEligibleAt()).isNull();
+            });
+    assertThat(run.all())
+        .filteredOn(
+            o ->
+                idsOf(run.input().subList(FIRST + SECOND, run.input().size()))
+                    .contains(o.messageId()))
+        .noneMatch(
+            o ->
+                o.detail() instanceof Suppression s
+                    && s.getReason() == SuppressionReason.LIMITER_UNAVAILABLE)
+        .anyMatch(o -> o.detail() instanceof Delivery);
+  }
+}
