@@ -3,8 +3,8 @@
 -- that Redis pays its per-call cost once for all of them; with Redis Cluster, the keys of one
 -- call share a slot.
 --
--- KEYS[i]  the log of the i-th send's user: a sorted set, member = 8-byte idempotency id
---          (first byte: the send's channel), score = decision time in ms
+-- KEYS[i]  the log of the i-th send's user: a sorted set, member = 5-byte idempotency id
+--          (top 3 bits: the send's channel), score = decision time in ms
 -- ARGV     the shapes of the call, then one group of arguments per send:
 --   P                                         number of shapes
 --   per shape: minInterval horizon ncaps      interval ms (0: none); horizon ms (entries older
@@ -12,7 +12,7 @@
 --                                             newest entry); number of caps
 --     per cap: kind window limit channel      kind 0 rolling (window ms), 1 calendar period;
 --                                             channel 0 counts every send, k only those whose
---                                             member starts with byte k
+--                                             member's top 3 bits are k
 --   per send: now member shape [start end]*   decision ms, idempotency id, shape number,
 --                                             then the period [start, end) of each calendar cap
 --
@@ -42,7 +42,7 @@ for s = 1, tonumber(ARGV[1]) do
 end
 
 local function matches(member, channel)
-  return channel == 0 or string.byte(member, 1) == channel
+  return channel == 0 or math.floor(string.byte(member, 1) / 32) == channel
 end
 
 -- Counts the entries of the log (from index `first`) that one cap sees, and when enough of

@@ -147,7 +147,7 @@ public record SendcapConfig(
         new Limiter(
             r.redisUris("cap.redis.uri", "redis://localhost:6379"),
             r.bool("cap.redis.cluster", false),
-            r.string("cap.redis.key-prefix", "sc"),
+            r.string("cap.redis.key-prefix", "s"),
             r.millis("cap.redis.timeout.ms", 5_000),
             r.choice("cap.redis.failure-mode", FailureMode.BLOCK),
             r.millis("cap.redis.block.timeout.ms", 240_000),

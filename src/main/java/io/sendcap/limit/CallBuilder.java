@@ -34,7 +34,7 @@ final class CallBuilder {
   private final Map<ShapeKey, Shape> shapes = new HashMap<>();
 
   CallBuilder(String keyPrefix, long retentionMs, int sendsPerCall, boolean cluster) {
-    this.keyPrefix = (keyPrefix + ":{").getBytes(StandardCharsets.US_ASCII);
+    this.keyPrefix = (keyPrefix + "{").getBytes(StandardCharsets.US_ASCII);
     this.retentionMs = retentionMs;
     this.sendsPerCall = sendsPerCall;
     this.cluster = cluster;
@@ -58,7 +58,7 @@ final class CallBuilder {
     return calls;
   }
 
-  /** The key of a user's log: {@code PREFIX:{USERID}}. */
+  /** The key of a user's log: {@code PREFIX{USERID}}. */
   byte[] key(long userId) {
     byte[] id = Long.toString(userId).getBytes(StandardCharsets.US_ASCII);
     byte[] key = new byte[keyPrefix.length + id.length + 1];
@@ -142,7 +142,7 @@ final class CallBuilder {
         args.add(ascii(calendar ? 1 : 0));
         args.add(ascii(calendar ? 0 : cap.window().toMillis()));
         args.add(ascii(cap.limit()));
-        args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelByte(cap.channel())));
+        args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
       }
       return new Shape(caps, indexes, List.copyOf(args));
     }

@@ -16,7 +16,7 @@ import java.security.NoSuchAlgorithmException;
  */
 public final class MessageIds {
   /** The length of an idempotency id in bytes. */
-  public static final int LENGTH = 8;
+  public static final int LENGTH = 5;
 
   private static final ThreadLocal<MessageDigest> SHA256 =
       ThreadLocal.withInitial(MessageIds::sha256);
@@ -27,14 +27,17 @@ public final class MessageIds {
   public static byte[] member(String messageId, Channel channel) {
     byte[] digest = SHA256.get().digest(messageId.getBytes(StandardCharsets.UTF_8));
     byte[] member = new byte[LENGTH];
-    member[0] = channelByte(channel);
-    System.arraycopy(digest, 0, member, 1, LENGTH - 1);
+    System.arraycopy(digest, 0, member, 0, LENGTH);
+    member[0] = (byte) ((channelCode(channel) << 5) | (digest[0] & 0x1f));
     return member;
   }
 
-  /** The first byte of the members of sends on {@code channel}. */
-  public static byte channelByte(Channel channel) {
-    return (byte) (channel.ordinal() + 1);
+  /** The channel's code in the top 3 bits of a member's first byte: 1 to 7. */
+  public static int channelCode(Channel channel) {
+    if (channel.ordinal() >= 7) {
+      throw new IllegalStateException("3 bits hold at most 7 channels: " + channel);
+    }
+    return channel.ordinal() + 1;
   }
 
   private static MessageDigest sha256() {

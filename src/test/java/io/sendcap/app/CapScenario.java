@@ -302,7 +302,7 @@ final class CapScenario {
     RedisClient client = RedisClient.create(uri);
     try (StatefulRedisConnection<String, String> c = client.connect()) {
       long total = 0;
-      for (String key : c.sync().keys("sc:*")) {
+      for (String key : c.sync().keys("s{*")) {
         total += c.sync().zcard(key);
       }
       return total;

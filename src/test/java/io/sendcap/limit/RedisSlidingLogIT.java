@@ -159,7 +159,7 @@ class RedisSlidingLogIT {
       log.decide(List.of(send(u, "a", T0)));
       List<Decision> again = log.decide(List.of(send(u, "a", T0), send(u, "a", T0 + 5 * HOUR)));
       assertThat(again).extracting(Decision::outcome).containsOnly(Decision.Outcome.DUPLICATE);
-      assertThat(redisCli().zcard("sc:{" + u + "}")).isEqualTo(1);
+      assertThat(redisCli().zcard("s{" + u + "}")).isEqualTo(1);
     }
   }
 
@@ -171,7 +171,7 @@ class RedisSlidingLogIT {
       List<Decision> d =
           log.decide(List.of(new CapRequest(u, "x", T0, two), new CapRequest(u, "y", T0, two)));
       assertThat(d).extracting(Decision::outcome).containsOnly(Decision.Outcome.ALLOWED);
-      String key = "sc:{" + u + "}";
+      String key = "s{" + u + "}";
       assertThat(redisCli().zcard(key)).isEqualTo(2);
       assertThat(redisCli().pttl(key))
           .isBetween(Duration.ofDays(1).toMillis() - 60_000, 86_400_000L);
@@ -184,7 +184,7 @@ class RedisSlidingLogIT {
     try (RedisSlidingLog log = connector.open()) {
       log.decide(List.of(send(u, "old", T0)));
       log.decide(List.of(send(u, "new", T0 + 8 * 24 * HOUR)));
-      assertThat(redisCli().zcard("sc:{" + u + "}")).isEqualTo(1);
+      assertThat(redisCli().zcard("s{" + u + "}")).isEqualTo(1);
     }
   }
 
