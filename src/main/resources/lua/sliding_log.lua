@@ -1,20 +1,24 @@
 -- sendcap sliding log: decides one or more sends, each checked against every cap that applies
 -- to it and, if it fits, recorded, all in one atomic call. One call carries several sends so
 -- that Redis pays its per-call cost once for all of them; with Redis Cluster, the keys of one
--- call share a slot.
+-- call share a slot. The script builds no Lua tables but its reply: in Redis, each table costs
+-- more than the commands it saves.
 --
 -- KEYS[i]  the log of the i-th send's user: a sorted set, member = 5-byte idempotency id
 --          (top 3 bits: the send's channel), score = decision time in ms
--- ARGV     the shapes of the call, then one group of arguments per send:
---   P                                         number of shapes
---   per shape: minInterval horizon ncaps      interval ms (0: none); horizon ms (entries older
---                                             are evicted, the key expires this long after its
---                                             newest entry); number of caps
---     per cap: kind window limit channel      kind 0 rolling (window ms), 1 calendar period;
---                                             channel 0 counts every send, k only those whose
---                                             member's top 3 bits are k
---   per send: now member shape [start end]*   decision ms, idempotency id, shape number,
---                                             then the period [start, end) of each calendar cap
+-- ARGV[1]  the index in ARGV of the first send's arguments
+-- ARGV     then the shapes of the call: the caps that apply to a kind of send, each
+--            minInterval horizon ncaps ncalendar  interval ms (0: none); horizon ms (entries
+--                                                 older are evicted, the key expires this long
+--                                                 after its newest entry); caps; calendar caps
+--            then per cap: kind window limit channel
+--                                                 kind 1 calendar period, 0 rolling of window ms;
+--                                                 channel 0 counts every send, k only those whose
+--                                                 member's top 3 bits are k
+-- ARGV     then per send: now member shape [start end]*
+--                                                 decision ms, idempotency id, the ARGV index of
+--                                                 its shape, the period [start, end) of each of
+--                                                 its calendar caps
 --
 -- A logged send at t counts against a rolling window w iff t > now - w (later than now counts
 -- too), against a calendar cap iff start <= t < end.
@@ -23,56 +27,35 @@
 --   2 capped by cap number `cap` (1-based, in its shape) holding `count` sends, 3 minimum interval;
 --   and nextEligibleAt is the earliest time >= now at which the same send would be allowed.
 
-local shapes = {}
-local a = 2
-for s = 1, tonumber(ARGV[1]) do
-  local shape = {interval = tonumber(ARGV[a]), horizon = tonumber(ARGV[a + 1]), caps = {}}
-  local ncaps = tonumber(ARGV[a + 2])
-  a = a + 3
-  for c = 1, ncaps do
-    shape.caps[c] = {
-      calendar = ARGV[a] == '1',
-      window = tonumber(ARGV[a + 1]),
-      limit = tonumber(ARGV[a + 2]),
-      channel = tonumber(ARGV[a + 3])
-    }
-    a = a + 4
+local floor, byte = math.floor, string.byte
+
+-- Whether the entry at position j of the log counts against a cap.
+local function counts(log, j, calendar, window, channel, now, lo, hi)
+  local t = tonumber(log[2 * j])
+  if calendar then
+    if t < lo or t >= hi then
+      return false
+    end
+  elseif t <= now - window then
+    return false
   end
-  shapes[s] = shape
+  return channel == 0 or floor(byte(log[2 * j - 1], 1) / 32) == channel
 end
 
-local function matches(member, channel)
-  return channel == 0 or math.floor(string.byte(member, 1) / 32) == channel
-end
-
--- Counts the entries of the log (from index `first`) that one cap sees, and when enough of
--- them leave it for one more send to fit; returns count, release time.
-local function check(cap, log, first, n, now, start, stop)
-  local count, times = 0, {}
+-- When enough of a full rolling cap's entries have left it for one more send to fit: the time
+-- the (count - limit + 1)-th oldest entry it counts leaves the window.
+local function release(log, first, n, window, channel, now, k)
   for j = first, n do
-    local t = tonumber(log[2 * j])
-    local inside
-    if cap.calendar then
-      inside = t >= start and t < stop
-    else
-      inside = t > now - cap.window
-    end
-    if inside and matches(log[2 * j - 1], cap.channel) then
-      count = count + 1
-      times[count] = t
+    if counts(log, j, false, window, channel, now) then
+      k = k - 1
+      if k == 0 then
+        return tonumber(log[2 * j]) + window
+      end
     end
   end
-  if count < cap.limit then
-    return count, nil
-  end
-  if cap.calendar then
-    return count, stop
-  end
-  -- the (count - limit + 1)-th oldest entry inside the window must leave it first
-  return count, times[count - cap.limit + 1] + cap.window
 end
 
-local function decide(key, now, member, shape, periods)
+local function decide(key, now, member, sh, p)
   local log = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
   local n = #log / 2
   for j = 1, n do
@@ -80,35 +63,49 @@ local function decide(key, now, member, shape, periods)
       return 1, 0, 0, now
     end
   end
-  local evict = 0
-  while evict < n and tonumber(log[2 * evict + 2]) <= now - shape.horizon do
-    evict = evict + 1
+  local horizon = tonumber(ARGV[sh + 1])
+  local first = 1
+  while first <= n and tonumber(log[2 * first]) <= now - horizon do
+    first = first + 1
   end
-  if evict > 0 then
-    redis.call('ZREMRANGEBYRANK', key, 0, evict - 1)
+  if first > 1 then
+    redis.call('ZREMRANGEBYRANK', key, 0, first - 2)
   end
   local failed, failedCount, nextEligible = 0, 0, now
-  local p = 1
-  for c, cap in ipairs(shape.caps) do
-    local start, stop = 0, 0
-    if cap.calendar then
-      start, stop = periods[p], periods[p + 1]
+  local c0 = sh + 4
+  for c = 1, tonumber(ARGV[sh + 2]) do
+    local calendar = ARGV[c0] == '1'
+    local window, limit, channel = tonumber(ARGV[c0 + 1]), tonumber(ARGV[c0 + 2]), tonumber(ARGV[c0 + 3])
+    c0 = c0 + 4
+    local lo, hi
+    if calendar then
+      lo, hi = tonumber(ARGV[p]), tonumber(ARGV[p + 1])
       p = p + 2
     end
-    local count, release = check(cap, log, evict + 1, n, now, start, stop)
-    if release then
+    local count = 0
+    for j = first, n do
+      if counts(log, j, calendar, window, channel, now, lo, hi) then
+        count = count + 1
+      end
+    end
+    if count >= limit then
       if failed == 0 then
         failed, failedCount = c, count
       end
-      if release > nextEligible then
-        nextEligible = release
+      local at = hi
+      if not calendar then
+        at = release(log, first, n, window, channel, now, count - limit + 1)
+      end
+      if at > nextEligible then
+        nextEligible = at
       end
     end
   end
-  local newest = n > evict and tonumber(log[2 * n]) or nil
-  local tooSoon = shape.interval > 0 and newest and newest > now - shape.interval
-  if tooSoon and newest + shape.interval > nextEligible then
-    nextEligible = newest + shape.interval
+  local newest = n >= first and tonumber(log[2 * n]) or nil
+  local interval = tonumber(ARGV[sh])
+  local tooSoon = interval > 0 and newest and newest > now - interval
+  if tooSoon and newest + interval > nextEligible then
+    nextEligible = newest + interval
   end
   if failed > 0 then
     return 2, failed, failedCount, nextEligible
@@ -120,26 +117,16 @@ local function decide(key, now, member, shape, periods)
   if newest == nil or newest < now then
     newest = now
   end
-  redis.call('PEXPIRE', key, newest - now + shape.horizon)
+  redis.call('PEXPIRE', key, newest - now + horizon)
   return 0, 0, 0, now
 end
 
 local result = {}
+local a = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local now = tonumber(ARGV[a])
-  local shape = shapes[tonumber(ARGV[a + 2])]
-  local periods = {}
-  local k = 0
-  for _, cap in ipairs(shape.caps) do
-    if cap.calendar then
-      periods[k + 1] = tonumber(ARGV[a + 3 + k])
-      periods[k + 2] = tonumber(ARGV[a + 4 + k])
-      k = k + 2
-    end
-  end
-  local outcome, cap, count, nextEligible = decide(KEYS[i], now, ARGV[a + 1], shape, periods)
-  local r = #result
-  result[r + 1], result[r + 2], result[r + 3], result[r + 4] = outcome, cap, count, nextEligible
-  a = a + 3 + k
+  local now, sh = tonumber(ARGV[a]), tonumber(ARGV[a + 2])
+  local r = 4 * i
+  result[r - 3], result[r - 2], result[r - 1], result[r] = decide(KEYS[i], now, ARGV[a + 1], sh, a + 3)
+  a = a + 3 + 2 * tonumber(ARGV[sh + 3])
 end
 return result

@@ -19,9 +19,9 @@ import java.util.Map;
  * sendsPerCall} sends whose keys share a cluster slot, in request order within a slot.
  *
  * <p>The caps that apply to a send (its policy's caps for all channels or for the send's channel)
- * form its <em>shape</em>; each call carries its distinct shapes once, and each send names its
- * shape, so a call's arguments grow by three numbers per send (plus the bounds of its calendar
- * periods).
+ * form its <em>shape</em>; each call carries its distinct shapes once, and each send gives the
+ * argument index where its shape starts, so a call's arguments grow by three per send (plus the
+ * bounds of its calendar periods). The layout is described in {@code lua/sliding_log.lua}.
  */
 final class CallBuilder {
   /** One script call and, for each send it decides, where its decision goes. */
@@ -74,8 +74,9 @@ final class CallBuilder {
     private final List<byte[]> sendArgs = new ArrayList<>();
     private final List<Integer> indexes = new ArrayList<>();
     private final List<int[]> capIndexes = new ArrayList<>();
-    private final Map<Shape, Integer> shapeNumbers = new IdentityHashMap<>();
+    private final Map<Shape, Integer> shapeIndexes = new IdentityHashMap<>();
     private final List<Shape> used = new ArrayList<>();
+    private int nextShapeIndex = 2;
 
     int size() {
       return keys.size();
@@ -83,11 +84,12 @@ final class CallBuilder {
 
     void add(int index, byte[] key, CapRequest r) {
       Shape shape = shape(r.policy(), r.channel());
-      Integer number = shapeNumbers.get(shape);
+      Integer number = shapeIndexes.get(shape);
       if (number == null) {
         used.add(shape);
-        number = used.size();
-        shapeNumbers.put(shape, number);
+        number = nextShapeIndex;
+        nextShapeIndex += shape.args().size();
+        shapeIndexes.put(shape, number);
       }
       keys.add(key);
       indexes.add(index);
@@ -107,7 +109,7 @@ final class CallBuilder {
 
     Call build() {
       List<byte[]> args = new ArrayList<>();
-      args.add(ascii(used.size()));
+      args.add(ascii(nextShapeIndex));
       for (Shape shape : used) {
         args.addAll(shape.args());
       }
@@ -137,6 +139,7 @@ final class CallBuilder {
       args.add(ascii(policy.minInterval().toMillis()));
       args.add(ascii(Math.max(policy.horizon().toMillis(), retentionMs)));
       args.add(ascii(caps.size()));
+      args.add(ascii(caps.stream().filter(c -> c.kind() != Cap.Kind.ROLLING).count()));
       for (Cap cap : caps) {
         boolean calendar = cap.kind() != Cap.Kind.ROLLING;
         args.add(ascii(calendar ? 1 : 0));
