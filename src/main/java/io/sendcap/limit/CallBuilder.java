@@ -20,8 +20,9 @@ import java.util.Map;
  *
  * <p>The caps that apply to a send (its policy's caps for all channels or for the send's channel)
  * form its <em>shape</em>; each call carries its distinct shapes once, and each send gives the
- * argument index where its shape starts, so a call's arguments grow by three per send (plus the
- * bounds of its calendar periods). The layout is described in {@code lua/sliding_log.lua}.
+ * argument index where its shape starts. Each send also carries the score range of each of its
+ * caps, computed here as text, because printing and parsing numbers is much of what the script
+ * would otherwise cost Redis. The layout is described in {@code lua/sliding_log.lua}.
  */
 final class CallBuilder {
   /** One script call and, for each send it decides, where its decision goes. */
@@ -94,15 +95,21 @@ final class CallBuilder {
       keys.add(key);
       indexes.add(index);
       capIndexes.add(shape.capIndexes());
-      sendArgs.add(ascii(r.now()));
+      long now = r.now();
+      sendArgs.add(ascii(now));
       sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
       sendArgs.add(ascii(number));
+      sendArgs.add(ascii(now - shape.horizonMs()));
+      sendArgs.add(text("(" + (now - shape.intervalMs())));
       for (Cap cap : shape.caps()) {
-        if (cap.kind() != Cap.Kind.ROLLING) {
+        if (cap.kind() == Cap.Kind.ROLLING) {
+          sendArgs.add(text("(" + (now - cap.window().toMillis())));
+          sendArgs.add(PLUS_INFINITY);
+        } else {
           CalendarPeriods.Period period =
-              CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(r.now()), r.effectiveZone());
+              CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(now), r.effectiveZone());
           sendArgs.add(ascii(period.start()));
-          sendArgs.add(ascii(period.end()));
+          sendArgs.add(text("(" + period.end()));
         }
       }
     }
@@ -131,15 +138,17 @@ final class CallBuilder {
    * The caps of a policy that apply to sends on one channel, with their indexes in the policy and
    * their encoding as script arguments.
    */
-  private record Shape(List<Cap> caps, int[] capIndexes, List<byte[]> args) {
+  private record Shape(
+      List<Cap> caps, int[] capIndexes, long intervalMs, long horizonMs, List<byte[]> args) {
     static Shape of(Policy policy, Channel channel, long retentionMs) {
       List<Cap> caps = policy.caps().stream().filter(c -> c.appliesTo(channel)).toList();
       int[] indexes = caps.stream().mapToInt(policy.caps()::indexOf).toArray();
+      long interval = policy.minInterval().toMillis();
+      long horizon = Math.max(policy.horizon().toMillis(), retentionMs);
       List<byte[]> args = new ArrayList<>();
-      args.add(ascii(policy.minInterval().toMillis()));
-      args.add(ascii(Math.max(policy.horizon().toMillis(), retentionMs)));
+      args.add(ascii(interval));
+      args.add(ascii(horizon));
       args.add(ascii(caps.size()));
-      args.add(ascii(caps.stream().filter(c -> c.kind() != Cap.Kind.ROLLING).count()));
       for (Cap cap : caps) {
         boolean calendar = cap.kind() != Cap.Kind.ROLLING;
         args.add(ascii(calendar ? 1 : 0));
@@ -147,8 +156,14 @@ final class CallBuilder {
         args.add(ascii(cap.limit()));
         args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
       }
-      return new Shape(caps, indexes, List.copyOf(args));
+      return new Shape(caps, indexes, interval, horizon, List.copyOf(args));
     }
+  }
+
+  private static final byte[] PLUS_INFINITY = text("+inf");
+
+  private static byte[] text(String s) {
+    return s.getBytes(StandardCharsets.US_ASCII);
   }
 
   private static byte[] ascii(long n) {

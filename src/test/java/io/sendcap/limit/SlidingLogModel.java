@@ -14,7 +14,8 @@ import java.util.Map;
 
 /**
  * A plain Java model of the sliding-log rules of DESIGN.md, written for clarity rather than speed:
- * the reference the Lua script is compared with.
+ * the reference the Lua script is compared with. Entries older than the horizon are evicted when a
+ * send is logged; until then they still identify a replay.
  */
 public final class SlidingLogModel implements CapStore {
   private record Entry(long time, Channel channel) {}
@@ -45,8 +46,6 @@ public final class SlidingLogModel implements CapStore {
       return new Decision(Decision.Outcome.DUPLICATE, -1, 0, now);
     }
     Policy policy = r.policy();
-    long horizon = Math.max(policy.horizon().toMillis(), retentionMs);
-    log.values().removeIf(e -> e.time() <= now - horizon);
     List<Entry> entries =
         log.values().stream().sorted(Comparator.comparingLong(Entry::time)).toList();
     int failed = -1;
@@ -81,6 +80,8 @@ public final class SlidingLogModel implements CapStore {
     if (tooSoon) {
       return new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
     }
+    long horizon = Math.max(policy.horizon().toMillis(), retentionMs);
+    log.values().removeIf(e -> e.time() <= now - horizon);
     log.put(id, new Entry(now, r.channel()));
     return new Decision(Decision.Outcome.ALLOWED, -1, 0, now);
   }
