@@ -45,6 +45,7 @@ public final class RedisConnector implements AutoCloseable {
   private final LongAdder calls = new LongAdder();
   private final LongAdder decisions = new LongAdder();
   private final LongAdder flushes = new LongAdder();
+  private final LongAdder reloads = new LongAdder();
 
   private RedisConnector(SendcapConfig.Limiter settings) {
     this.settings = settings;
@@ -131,6 +132,15 @@ public final class RedisConnector implements AutoCloseable {
   /** Sends decided (or decided again after a NOSCRIPT) so far, over all connections. */
   public long decisions() {
     return decisions.sum();
+  }
+
+  /** Times a node answered NOSCRIPT and the script was loaded again. */
+  public long scriptReloads() {
+    return reloads.sum();
+  }
+
+  void recordReload() {
+    reloads.increment();
   }
 
   /** Pipelined flushes (network round trips) so far, over all connections. */

@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The exact sliding-log {@link CapStore} on Redis: one sorted set per user, checked and recorded by
@@ -27,6 +29,8 @@ import java.util.concurrent.TimeoutException;
  * failover), the script is loaded again and the failed calls are retried once.
  */
 public final class RedisSlidingLog implements CapStore {
+  private static final Logger LOG = LoggerFactory.getLogger(RedisSlidingLog.class);
+
   private final StatefulConnection<byte[], byte[]> connection;
   private final RedisScriptingAsyncCommands<byte[], byte[]> scripting;
   private final RedisConnector connector;
@@ -87,7 +91,13 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   private void retryAfterReload(List<CallBuilder.Call> failed, Decision[] decisions) {
+    LOG.info(
+        "Redis at {} answered NOSCRIPT (script cache flushed, restart or failover);"
+            + " loading the script again and retrying {} calls",
+        connector.settings().uris(),
+        failed.size());
     loadScript();
+    connector.recordReload();
     List<RedisFuture<List<Object>>> retries = new ArrayList<>(failed.size());
     for (CallBuilder.Call call : failed) {
       retries.add(send(call));
