@@ -1,5 +1,6 @@
 package io.sendcap.app;
 
+import io.sendcap.bench.BenchCommand;
 import io.sendcap.config.InvalidConfigException;
 import io.sendcap.segment.SegmentFiles;
 import java.io.PrintWriter;
@@ -12,7 +13,7 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "sendcap 0.1.0",
     description = "Per-user frequency caps for campaign sends, on Kafka Streams and Redis.",
-    subcommands = {DemoCommand.class, EmbeddedCommand.class, RunCommand.class})
+    subcommands = {DemoCommand.class, EmbeddedCommand.class, RunCommand.class, BenchCommand.class})
 public final class Main {
   private Main() {}
 
@@ -22,7 +23,7 @@ public final class Main {
   }
 
   /** The command line, with errors a user can fix printed as one message rather than a trace. */
-  static CommandLine commandLine() {
+  public static CommandLine commandLine() {
     CommandLine cli = new CommandLine(new Main());
     cli.setExecutionExceptionHandler(
         (e, commandLine, parseResult) -> {

@@ -1,0 +1,234 @@
+package io.sendcap.bench;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.RedisConnector;
+import io.sendcap.limit.RedisSlidingLog;
+import io.sendcap.limit.ScriptCall;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Properties;
+import java.util.SplittableRandom;
+
+/**
+ * The limiter benchmark: sendcap's script against the same workload driven in several ways, and the
+ * seed script it replaces, all on one Redis in one run.
+ */
+final class LimiterBench {
+  /** What to run. */
+  record Options(
+      int sends, int users, int oneAtATimeSends, int memoryUsers, int batch, int depth) {}
+
+  /** What was measured; a null rate was not measured. */
+  record Result(
+      double pipelinedPerS,
+      double decisionsPerRoundTrip,
+      double ceilingPerS,
+      double oneAtATimePerS,
+      double seedCeilingPerS,
+      Double bucket4jPerS,
+      Double redissonPerS,
+      double bytesPerUser,
+      long sampleKeyBytes) {}
+
+  static final Policy POLICY =
+      new Policy(
+          "bench",
+          List.of(new Cap("1d", Duration.ofDays(1), 2), new Cap("7d", Duration.ofDays(7), 5)),
+          Duration.ZERO);
+  private static final long T0 = 1_790_000_000_000L;
+  private static final long HOUR = 3_600_000L;
+
+  private final Options options;
+  private final String uri;
+  private final PrintStream progress;
+
+  LimiterBench(Options options, String uri, PrintStream progress) {
+    this.options = options;
+    this.uri = uri;
+    this.progress = progress;
+  }
+
+  /** The workload: sends to users drawn uniformly, spread evenly over a week, unique ids. */
+  static List<CapRequest> workload(int sends, int users) {
+    SplittableRandom random = new SplittableRandom(7);
+    long week = Duration.ofDays(7).toMillis();
+    List<CapRequest> requests = new ArrayList<>(sends);
+    for (int i = 0; i < sends; i++) {
+      requests.add(new CapRequest(random.nextInt(users), "m" + i, T0 + week * i / sends, POLICY));
+    }
+    return requests;
+  }
+
+  Result run() throws IOException {
+    List<CapRequest> work = workload(options.sends(), options.users());
+    RedisClient client = RedisClient.create(uri);
+    try (StatefulRedisConnection<String, String> admin = client.connect();
+        RedisConnector connector = RedisConnector.connect(settings())) {
+      RedisCommands<String, String> redis = admin.sync();
+      double pipelined = pipelined(redis, connector, work);
+      double perRoundTrip = (double) connector.decisions() / connector.flushes();
+      double ceiling = ceiling(redis, connector, work);
+      double oneAtATime = oneAtATime(redis, connector, work);
+      double seed = seedCeiling(redis, work);
+      long[] memory = memory(redis, connector);
+      return new Result(
+          pipelined, perRoundTrip, ceiling, oneAtATime, seed, null, null, memory[0], memory[1]);
+    } finally {
+      client.shutdown();
+    }
+  }
+
+  private SendcapConfig.Limiter settings() {
+    Properties p = new Properties();
+    p.setProperty("cap.redis.uri", uri);
+    p.setProperty("cap.redis.timeout.ms", "60000");
+    return SendcapConfig.from(p, "bench").limiter();
+  }
+
+  private double pipelined(
+      RedisCommands<String, String> redis, RedisConnector connector, List<CapRequest> work) {
+    progress.println(
+        "sendcap pipelined: " + work.size() + " sends in batches of " + options.batch());
+    redis.flushall();
+    try (RedisSlidingLog log = connector.open()) {
+      long start = System.nanoTime();
+      for (int i = 0; i < work.size(); i += options.batch()) {
+        log.decide(work.subList(i, Math.min(work.size(), i + options.batch())));
+      }
+      return rate(work.size(), start);
+    }
+  }
+
+  private double ceiling(
+      RedisCommands<String, String> redis, RedisConnector connector, List<CapRequest> work)
+      throws IOException {
+    progress.println("ceiling of the same script: raw pipeline, depth " + options.depth());
+    redis.flushall();
+    List<byte[]> requests = new ArrayList<>();
+    try (RedisSlidingLog log = connector.open()) {
+      for (int i = 0; i < work.size(); i += options.batch()) {
+        for (ScriptCall call :
+            log.encode(work.subList(i, Math.min(work.size(), i + options.batch())))) {
+          requests.add(evalsha(connector.sha(), call.keys(), call.args()));
+        }
+      }
+    }
+    return drive(requests, work.size());
+  }
+
+  private double oneAtATime(
+      RedisCommands<String, String> redis, RedisConnector connector, List<CapRequest> work) {
+    List<CapRequest> some = work.subList(0, Math.min(work.size(), options.oneAtATimeSends()));
+    progress.println("one at a time: " + some.size() + " sends, one round trip each");
+    redis.flushall();
+    try (RedisSlidingLog log = connector.open()) {
+      long start = System.nanoTime();
+      for (CapRequest r : some) {
+        log.decide(List.of(r));
+      }
+      return rate(some.size(), start);
+    }
+  }
+
+  private double seedCeiling(RedisCommands<String, String> redis, List<CapRequest> work)
+      throws IOException {
+    progress.println("ceiling of the seed script: raw pipeline, depth " + options.depth());
+    redis.flushall();
+    String sha = redis.scriptLoad(resource("/bench/seed.lua"));
+    List<byte[]> requests = new ArrayList<>(work.size());
+    for (CapRequest r : work) {
+      byte[][] keys = {ascii("g{" + r.userId() + "}")};
+      requests.add(evalsha(sha, keys, new byte[][] {ascii(Long.toString(r.now()))}));
+    }
+    return drive(requests, work.size());
+  }
+
+  /** Bytes of Redis memory per user holding 5 logged sends, and MEMORY USAGE of one such key. */
+  private long[] memory(RedisCommands<String, String> redis, RedisConnector connector) {
+    int users = options.memoryUsers();
+    progress.println("memory: " + users + " users holding 5 logged sends each");
+    redis.flushall();
+    Policy roomy =
+        new Policy("memory", List.of(new Cap("7d", Duration.ofDays(7), 10)), Duration.ZERO);
+    long before = usedMemory(redis);
+    try (RedisSlidingLog log = connector.open()) {
+      List<CapRequest> batch = new ArrayList<>();
+      for (int k = 0; k < 5; k++) {
+        for (int u = 0; u < users; u++) {
+          batch.add(new CapRequest(u, "u" + u + "-" + k, T0 + k * HOUR, roomy));
+          if (batch.size() == options.batch()) {
+            log.decide(batch);
+            batch.clear();
+          }
+        }
+      }
+      log.decide(batch);
+    }
+    long after = usedMemory(redis);
+    Long sample = redis.memoryUsage("s{0}");
+    return new long[] {(after - before) / users, sample == null ? 0 : sample};
+  }
+
+  private static long usedMemory(RedisCommands<String, String> redis) {
+    return redis
+        .info("memory")
+        .lines()
+        .filter(l -> l.startsWith("used_memory:"))
+        .mapToLong(l -> Long.parseLong(l.substring("used_memory:".length()).trim()))
+        .findFirst()
+        .orElseThrow();
+  }
+
+  private double drive(List<byte[]> requests, int decisions) throws IOException {
+    RedisURI parsed = RedisURI.create(uri);
+    try (RawPipeline pipe = new RawPipeline(parsed.getHost(), parsed.getPort())) {
+      long start = System.nanoTime();
+      int errors = pipe.run(requests, options.depth());
+      double rate = rate(decisions, start);
+      if (errors > 0) {
+        throw new IllegalStateException(errors + " calls failed; the figure would be wrong");
+      }
+      return rate;
+    }
+  }
+
+  private static byte[] evalsha(String sha, byte[][] keys, byte[][] args) {
+    List<byte[]> command = new ArrayList<>();
+    command.add(ascii("EVALSHA"));
+    command.add(ascii(sha));
+    command.add(ascii(Integer.toString(keys.length)));
+    command.addAll(Arrays.asList(keys));
+    command.addAll(Arrays.asList(args));
+    return RawPipeline.encode(command);
+  }
+
+  private static double rate(int count, long startNanos) {
+    return count * 1e9 / (System.nanoTime() - startNanos);
+  }
+
+  private static byte[] ascii(String s) {
+    return s.getBytes(StandardCharsets.US_ASCII);
+  }
+
+  private static String resource(String name) {
+    try (InputStream in = LimiterBench.class.getResourceAsStream(name)) {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

@@ -1,0 +1,129 @@
+package io.sendcap.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sendcap.embedded.EmbeddedRedis;
+import java.io.PrintWriter;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code sendcap bench limiter}: the limiter's throughput and memory against one Redis. */
+@Command(
+    name = "limiter",
+    mixinStandardHelpOptions = true,
+    description =
+        "Decides one workload (caps 2 a day and 5 a week) with sendcap's script pipelined, at the"
+            + " server's ceiling, one send at a time, and with the seed script, and measures Redis"
+            + " memory per user; on an embedded Redis unless --redis-uri is given.")
+final class LimiterBenchCommand implements Callable<Integer> {
+  @Spec CommandSpec spec;
+
+  @Option(names = "--sends", description = "Sends of the workload (default: ${DEFAULT-VALUE}).")
+  int sends = 1_000_000;
+
+  @Option(names = "--users", description = "Users they go to (default: ${DEFAULT-VALUE}).")
+  int users = 100_000;
+
+  @Option(
+      names = "--one-at-a-time-sends",
+      description = "Sends decided one round trip each (default: ${DEFAULT-VALUE}).")
+  int oneAtATime = 50_000;
+
+  @Option(
+      names = "--memory-users",
+      description = "Users holding 5 sends for the memory figure (default: ${DEFAULT-VALUE}).")
+  int memoryUsers = 100_000;
+
+  @Option(names = "--batch", description = "Sends per pipelined batch (default: ${DEFAULT-VALUE}).")
+  int batch = 1_000;
+
+  @Option(
+      names = "--depth",
+      description = "Commands in flight for the ceilings (default: ${DEFAULT-VALUE}).")
+  int depth = 64;
+
+  @Option(
+      names = "--redis-uri",
+      description = "A Redis to use instead of an embedded one; it is flushed (needs --yes-flush).")
+  String redisUri;
+
+  @Option(names = "--yes-flush", description = "Allow FLUSHALL on the Redis of --redis-uri.")
+  boolean yesFlush;
+
+  @Option(names = "--json", description = "Also print the figures as one JSON line, last.")
+  boolean json;
+
+  @Override
+  public Integer call() throws Exception {
+    if (redisUri != null && !yesFlush) {
+      throw new ParameterException(
+          spec.commandLine(), "--redis-uri: the bench runs FLUSHALL there; add --yes-flush");
+    }
+    LimiterBench.Options options =
+        new LimiterBench.Options(sends, users, oneAtATime, memoryUsers, batch, depth);
+    LimiterBench.Result r;
+    if (redisUri != null) {
+      r = new LimiterBench(options, redisUri, System.err).run();
+    } else {
+      try (EmbeddedRedis redis = EmbeddedRedis.start()) {
+        r = new LimiterBench(options, redis.uri(), System.err).run();
+      }
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    print(out, r);
+    if (json) {
+      out.println(new ObjectMapper().writeValueAsString(summary(r)));
+    }
+    out.flush();
+    return 0;
+  }
+
+  private void print(PrintWriter out, LimiterBench.Result r) {
+    out.printf("%nlimiter: %,d sends over %,d users, caps 2/day and 5/week%n", sends, users);
+    row(out, "sendcap pipelined", r.pipelinedPerS());
+    row(out, "  sends per round trip", r.decisionsPerRoundTrip());
+    row(out, "ceiling of sendcap's script", r.ceilingPerS());
+    row(out, "one send at a time", r.oneAtATimePerS());
+    row(out, "ceiling of the seed script", r.seedCeilingPerS());
+    out.printf("%-40s %14s%n", "Bucket4j, Redisson", "not measured");
+    row(out, "Redis bytes per user (5 sends)", r.bytesPerUser());
+    row(out, "  MEMORY USAGE of one such key", r.sampleKeyBytes());
+    out.println();
+    ratio(out, "pipelined / ceiling", r.pipelinedPerS() / r.ceilingPerS(), ">= 0.9");
+    ratio(out, "pipelined / one at a time", r.pipelinedPerS() / r.oneAtATimePerS(), ">= 4");
+    ratio(out, "sendcap ceiling / seed ceiling", r.ceilingPerS() / r.seedCeilingPerS(), ">= 1.0");
+    out.printf("%-40s %14d  target <= 190%n", "bytes per user", (long) r.bytesPerUser());
+  }
+
+  private static void row(PrintWriter out, String label, double value) {
+    out.printf("%-40s %,14.1f%n", label, value);
+  }
+
+  private static void ratio(PrintWriter out, String label, double value, String target) {
+    out.printf("%-40s %14.2f  target %s%n", label, value, target);
+  }
+
+  private static Map<String, Object> summary(LimiterBench.Result r) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("pipelined_per_s", Math.round(r.pipelinedPerS()));
+    m.put("ceiling_per_s", Math.round(r.ceilingPerS()));
+    m.put("one_at_a_time_per_s", Math.round(r.oneAtATimePerS()));
+    m.put("seed_ceiling_per_s", Math.round(r.seedCeilingPerS()));
+    m.put("bucket4j_per_s", r.bucket4jPerS());
+    m.put("redisson_per_s", r.redissonPerS());
+    m.put("bytes_per_user", Math.round(r.bytesPerUser()));
+    m.put("pipelined_vs_ceiling", round2(r.pipelinedPerS() / r.ceilingPerS()));
+    m.put("pipelined_vs_one_at_a_time", round2(r.pipelinedPerS() / r.oneAtATimePerS()));
+    m.put("script_vs_seed", round2(r.ceilingPerS() / r.seedCeilingPerS()));
+    return m;
+  }
+
+  private static double round2(double v) {
+    return Math.round(v * 100) / 100.0;
+  }
+}
