@@ -30,7 +30,13 @@ import java.util.SplittableRandom;
 final class LimiterBench {
   /** What to run. */
   record Options(
-      int sends, int users, int oneAtATimeSends, int memoryUsers, int batch, int depth) {}
+      int sends,
+      int users,
+      int oneAtATimeSends,
+      int peerSends,
+      int memoryUsers,
+      int batch,
+      int depth) {}
 
   /** What was measured; a null rate was not measured. */
   record Result(
@@ -84,9 +90,10 @@ final class LimiterBench {
       double ceiling = ceiling(redis, connector, work);
       double oneAtATime = oneAtATime(redis, connector, work);
       double seed = seedCeiling(redis, work);
+      Double bucket4j = bucket4j(redis, work);
       long[] memory = memory(redis, connector);
       return new Result(
-          pipelined, perRoundTrip, ceiling, oneAtATime, seed, null, null, memory[0], memory[1]);
+          pipelined, perRoundTrip, ceiling, oneAtATime, seed, bucket4j, null, memory[0], memory[1]);
     } finally {
       client.shutdown();
     }
@@ -155,6 +162,19 @@ final class LimiterBench {
       requests.add(evalsha(sha, keys, new byte[][] {ascii(Long.toString(r.now()))}));
     }
     return drive(requests, work.size());
+  }
+
+  /** Bucket4j's rate, or null when its jars are not on the classpath (bench-lib). */
+  private Double bucket4j(RedisCommands<String, String> redis, List<CapRequest> work) {
+    List<CapRequest> some = work.subList(0, Math.min(work.size(), options.peerSends()));
+    progress.println("Bucket4j (Lettuce): " + some.size() + " sends, one decision each");
+    redis.flushall();
+    try {
+      return Bucket4jPeer.run(uri, some);
+    } catch (NoClassDefFoundError e) {
+      progress.println("Bucket4j is not on the classpath (target/bench-lib): " + e.getMessage());
+      return null;
+    }
   }
 
   /** Bytes of Redis memory per user holding 5 logged sends, and MEMORY USAGE of one such key. */

@@ -35,6 +35,11 @@ final class LimiterBenchCommand implements Callable<Integer> {
   int oneAtATime = 50_000;
 
   @Option(
+      names = "--peer-sends",
+      description = "Sends decided by each peer library (default: ${DEFAULT-VALUE}).")
+  int peerSends = 50_000;
+
+  @Option(
       names = "--memory-users",
       description = "Users holding 5 sends for the memory figure (default: ${DEFAULT-VALUE}).")
   int memoryUsers = 100_000;
@@ -65,7 +70,7 @@ final class LimiterBenchCommand implements Callable<Integer> {
           spec.commandLine(), "--redis-uri: the bench runs FLUSHALL there; add --yes-flush");
     }
     LimiterBench.Options options =
-        new LimiterBench.Options(sends, users, oneAtATime, memoryUsers, batch, depth);
+        new LimiterBench.Options(sends, users, oneAtATime, peerSends, memoryUsers, batch, depth);
     LimiterBench.Result r;
     if (redisUri != null) {
       r = new LimiterBench(options, redisUri, System.err).run();
@@ -90,7 +95,8 @@ final class LimiterBenchCommand implements Callable<Integer> {
     row(out, "ceiling of sendcap's script", r.ceilingPerS());
     row(out, "one send at a time", r.oneAtATimePerS());
     row(out, "ceiling of the seed script", r.seedCeilingPerS());
-    out.printf("%-40s %14s%n", "Bucket4j, Redisson", "not measured");
+    peer(out, "Bucket4j (Lettuce), one per send", r.bucket4jPerS());
+    peer(out, "Redisson RRateLimiter", r.redissonPerS());
     row(out, "Redis bytes per user (5 sends)", r.bytesPerUser());
     row(out, "  MEMORY USAGE of one such key", r.sampleKeyBytes());
     out.println();
@@ -104,6 +110,14 @@ final class LimiterBenchCommand implements Callable<Integer> {
     out.printf("%-40s %,14.1f%n", label, value);
   }
 
+  private static void peer(PrintWriter out, String label, Double value) {
+    if (value == null) {
+      out.printf("%-40s %14s%n", label, "not measured");
+    } else {
+      row(out, label, value);
+    }
+  }
+
   private static void ratio(PrintWriter out, String label, double value, String target) {
     out.printf("%-40s %14.2f  target %s%n", label, value, target);
   }
@@ -114,13 +128,17 @@ final class LimiterBenchCommand implements Callable<Integer> {
     m.put("ceiling_per_s", Math.round(r.ceilingPerS()));
     m.put("one_at_a_time_per_s", Math.round(r.oneAtATimePerS()));
     m.put("seed_ceiling_per_s", Math.round(r.seedCeilingPerS()));
-    m.put("bucket4j_per_s", r.bucket4jPerS());
-    m.put("redisson_per_s", r.redissonPerS());
+    m.put("bucket4j_per_s", rounded(r.bucket4jPerS()));
+    m.put("redisson_per_s", rounded(r.redissonPerS()));
     m.put("bytes_per_user", Math.round(r.bytesPerUser()));
     m.put("pipelined_vs_ceiling", round2(r.pipelinedPerS() / r.ceilingPerS()));
     m.put("pipelined_vs_one_at_a_time", round2(r.pipelinedPerS() / r.oneAtATimePerS()));
     m.put("script_vs_seed", round2(r.ceilingPerS() / r.seedCeilingPerS()));
     return m;
+  }
+
+  private static Long rounded(Double v) {
+    return v == null ? null : Math.round(v);
   }
 
   private static double round2(double v) {

@@ -42,11 +42,11 @@ class LimiterBenchIT {
             "ceiling_per_s",
             "one_at_a_time_per_s",
             "seed_ceiling_per_s",
+            "bucket4j_per_s",
             "bytes_per_user")) {
       assertThat(figures.get(key).asDouble()).as(key).isPositive();
     }
-    assertThat(figures.has("bucket4j_per_s")).isTrue();
-    assertThat(figures.has("redisson_per_s")).isTrue();
+    assertThat(figures.has("redisson_per_s")).as("present, null until measured").isTrue();
     assertThat(lines).anyMatch(l -> l.startsWith("sendcap ceiling / seed ceiling"));
   }
 }
