@@ -6,10 +6,10 @@
 -- What it costs Redis (7.0, measured with INFO commandstats and perf) decided how it is written:
 -- a redis.call() costs about 1.7 us; a ZRANGE WITHSCORES of 5 entries about 8 us, because every
 -- score is printed as text and parsed back; converting a Lua number to a command argument prints
--- it too. So the send is added first with ZADD NX (which also finds a replay), caps are counted
--- with ZCOUNT over score ranges that the caller computed and passed as text, scores are read only
--- to tell a capped user when they are eligible again, and the send is removed again if a cap or
--- the minimum interval refuses it.
+-- it too. So caps are counted with ZCOUNT over score ranges that the caller computed and passed as
+-- text, scores are read only to tell a capped user when they are eligible again, and a send that
+-- fits is added with ZADD NX, which also finds a replay; a refused send is checked for being a
+-- replay (ZSCORE) only then, since a replay must be allowed again whatever the caps say now.
 --
 -- KEYS[i]  the log of the i-th send's user: a sorted set, member = 5-byte idempotency id
 --          (top 3 bits: the send's channel), score = decision time in ms
@@ -56,35 +56,28 @@ local function channelOf(member)
   return floor(byte(member, 1) / 32)
 end
 
--- The other sends a cap counts: every entry in its range but this send's, or those of its channel.
-local function others(key, member, channel, min, max)
+-- The logged sends a cap counts: every entry in its range, or those of its channel.
+local function logged(key, channel, min, max)
   if channel == 0 then
-    return call('ZCOUNT', key, min, max) - 1
+    return call('ZCOUNT', key, min, max)
   end
   local n = 0
   for _, m in ipairs(call('ZRANGEBYSCORE', key, min, max)) do
-    if m ~= member and channelOf(m) == channel then
+    if channelOf(m) == channel then
       n = n + 1
     end
   end
   return n
 end
 
--- The score of the k-th oldest other send a rolling cap counts.
-local function kthOldest(key, member, channel, min, max, k)
+-- The score of the k-th oldest logged send a rolling cap counts.
+local function kthOldest(key, channel, min, max, k)
   if channel == 0 then
-    local entries = call('ZRANGEBYSCORE', key, min, max, 'WITHSCORES', 'LIMIT', 0, k + 1)
-    for j = 1, #entries, 2 do
-      if entries[j] ~= member then
-        k = k - 1
-        if k == 0 then
-          return tonumber(entries[j + 1])
-        end
-      end
-    end
+    local entries = call('ZRANGEBYSCORE', key, min, max, 'WITHSCORES', 'LIMIT', k - 1, 1)
+    return tonumber(entries[2])
   end
   for _, m in ipairs(call('ZRANGEBYSCORE', key, min, max)) do
-    if m ~= member and channelOf(m) == channel then
+    if channelOf(m) == channel then
       k = k - 1
       if k == 0 then
         return tonumber(call('ZSCORE', key, m))
@@ -93,21 +86,14 @@ local function kthOldest(key, member, channel, min, max, k)
   end
 end
 
--- The time of the newest other send scored in (recent, +inf), or nil.
-local function newest(key, member, recent)
-  local entries = call('ZREVRANGEBYSCORE', key, '+inf', recent, 'WITHSCORES', 'LIMIT', 0, 2)
-  for j = 1, #entries, 2 do
-    if entries[j] ~= member then
-      return tonumber(entries[j + 1])
-    end
-  end
+-- The time of the newest logged send scored in (recent, +inf), or nil.
+local function newest(key, recent)
+  local entries = call('ZREVRANGEBYSCORE', key, '+inf', recent, 'WITHSCORES', 'LIMIT', 0, 1)
+  return entries[2] and tonumber(entries[2])
 end
 
 local function decide(key, nowArg, member, sh, q)
   local now = tonumber(nowArg)
-  if call('ZADD', key, 'NX', nowArg, member) == 0 then
-    return 1, 0, 0, now
-  end
   local v = shape(sh)
   local failed, failedCount, nextEligible = 0, 0, now
   local c0, p = 4, q + 2
@@ -115,7 +101,7 @@ local function decide(key, nowArg, member, sh, q)
     local calendar, window, limit, channel = v[c0] == 1, v[c0 + 1], v[c0 + 2], v[c0 + 3]
     local min, max = ARGV[p], ARGV[p + 1]
     c0, p = c0 + 4, p + 2
-    local n = others(key, member, channel, min, max)
+    local n = logged(key, channel, min, max)
     if n >= limit then
       if failed == 0 then
         failed, failedCount = c, n
@@ -124,7 +110,7 @@ local function decide(key, nowArg, member, sh, q)
       if calendar then
         at = tonumber(sub(max, 2))
       else
-        at = kthOldest(key, member, channel, min, max, n - limit + 1) + window
+        at = kthOldest(key, channel, min, max, n - limit + 1) + window
       end
       if at > nextEligible then
         nextEligible = at
@@ -132,16 +118,21 @@ local function decide(key, nowArg, member, sh, q)
     end
   end
   local interval = v[1]
-  local latest = interval > 0 and newest(key, member, ARGV[q + 1])
+  local latest = interval > 0 and newest(key, ARGV[q + 1])
   if latest and latest + interval > nextEligible then
     nextEligible = latest + interval
   end
   if failed > 0 or latest then
-    call('ZREM', key, member)
+    if call('ZSCORE', key, member) then
+      return 1, 0, 0, now
+    end
     if failed > 0 then
       return 2, failed, failedCount, nextEligible
     end
     return 3, 0, 0, nextEligible
+  end
+  if call('ZADD', key, 'NX', nowArg, member) == 0 then
+    return 1, 0, 0, now
   end
   call('ZREMRANGEBYSCORE', key, '-inf', ARGV[q])
   call('PEXPIRE', key, ARGV[sh + 1])

@@ -7,6 +7,8 @@ import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
@@ -94,14 +96,28 @@ public final class RedisConnector implements AutoCloseable {
     StatefulConnection<byte[], byte[]> connection;
     try {
       connection =
-          cluster != null
-              ? cluster.connect(ByteArrayCodec.INSTANCE)
-              : standalone.connect(ByteArrayCodec.INSTANCE);
+          cluster != null ? connectToEveryMaster() : standalone.connect(ByteArrayCodec.INSTANCE);
     } catch (RuntimeException e) {
       throw new LimiterUnavailableException(
           "cannot connect to Redis at " + settings.uris() + ": " + e.getMessage(), e);
     }
     return new RedisSlidingLog(connection, this);
+  }
+
+  /**
+   * Connects to the cluster and opens the connection to every master now. Node connections open
+   * lazily otherwise, and a command written to one that opens after the batch was flushed would
+   * wait, unsent, until it timed out.
+   */
+  private StatefulRedisClusterConnection<byte[], byte[]> connectToEveryMaster() {
+    StatefulRedisClusterConnection<byte[], byte[]> connection =
+        cluster.connect(ByteArrayCodec.INSTANCE);
+    for (RedisClusterNode node : connection.getPartitions()) {
+      if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)) {
+        connection.getConnection(node.getUri().getHost(), node.getUri().getPort());
+      }
+    }
+    return connection;
   }
 
   SendcapConfig.Limiter settings() {

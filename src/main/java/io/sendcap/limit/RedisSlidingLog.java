@@ -128,8 +128,10 @@ public final class RedisSlidingLog implements CapStore {
 
   /** Loads the script into every node's script cache. */
   void loadScript() {
+    // With Redis Cluster, SCRIPT LOAD goes to every master over node connections that may open
+    // only after flushCommands() returned; with auto-flush off it would wait there unsent.
+    connection.setAutoFlushCommands(true);
     RedisFuture<String> loaded = scripting.scriptLoad(connector.script());
-    connection.flushCommands();
     try {
       String sha = loaded.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       if (!connector.sha().equals(sha)) {
@@ -141,6 +143,8 @@ public final class RedisSlidingLog implements CapStore {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw unavailable("SCRIPT LOAD", e);
+    } finally {
+      connection.setAutoFlushCommands(false);
     }
   }
 
