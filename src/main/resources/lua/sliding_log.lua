@@ -38,14 +38,21 @@
 
 local call, floor, byte, sub = redis.call, math.floor, string.byte, string.sub
 
--- A shape's numbers, parsed once per call.
+-- A shape's numbers, parsed once per call, and its widest rolling cap over all channels: a
+-- rolling cap over all channels with a narrower window counts no more sends than that one.
 local shapes = {}
 local function shape(sh)
   local v = shapes[sh]
   if v == nil then
-    v = {}
+    v = {widest = 0, widestWindow = 0}
     for i = 0, 2 + 4 * tonumber(ARGV[sh + 2]) do
       v[i + 1] = tonumber(ARGV[sh + i])
+    end
+    for c = 1, v[3] do
+      local k = 4 * c
+      if v[k] == 0 and v[k + 3] == 0 and v[k + 1] > v.widestWindow then
+        v.widest, v.widestWindow = c, v[k + 1]
+      end
     end
     shapes[sh] = v
   end
@@ -96,12 +103,22 @@ local function decide(key, nowArg, member, sh, q)
   local now = tonumber(nowArg)
   local v = shape(sh)
   local failed, failedCount, nextEligible = 0, 0, now
+  local widest = nil
+  if v.widest > 0 then
+    local wp = q + 2 * v.widest
+    widest = call('ZCOUNT', key, ARGV[wp], ARGV[wp + 1])
+  end
   local c0, p = 4, q + 2
   for c = 1, v[3] do
     local calendar, window, limit, channel = v[c0] == 1, v[c0 + 1], v[c0 + 2], v[c0 + 3]
     local min, max = ARGV[p], ARGV[p + 1]
     c0, p = c0 + 4, p + 2
-    local n = logged(key, channel, min, max)
+    local n
+    if c == v.widest or (widest and widest < limit and not calendar and channel == 0) then
+      n = widest -- the widest cap's count, or an upper bound that already fits
+    else
+      n = logged(key, channel, min, max)
+    end
     if n >= limit then
       if failed == 0 then
         failed, failedCount = c, n
