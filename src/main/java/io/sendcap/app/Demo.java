@@ -5,11 +5,11 @@ import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.EmbeddedRedis;
+import io.sendcap.embedded.TempDirs;
 import io.sendcap.segment.SegmentFiles;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -73,7 +73,7 @@ final class Demo {
 
   /** Runs the demo and returns its result; the servers are stopped when it returns. */
   Result run() throws IOException {
-    Path work = Files.createTempDirectory("sendcap-demo");
+    Path work = TempDirs.create("sendcap-demo");
     Policies policies = Policies.load(options.policiesFile());
     progress.println("Starting embedded Redis and Kafka (KRaft) ...");
     try (EmbeddedRedis redis = EmbeddedRedis.start();
@@ -104,7 +104,7 @@ final class Demo {
             app.redis().flushes());
       }
     } finally {
-      deleteRecursively(work);
+      TempDirs.delete(work);
     }
   }
 
@@ -194,19 +194,5 @@ final class Demo {
       }
     }
     return tally;
-  }
-
-  private static void deleteRecursively(Path dir) throws IOException {
-    try (var paths = Files.walk(dir)) {
-      paths.sorted((a, b) -> b.compareTo(a)).forEach(Demo::delete);
-    }
-  }
-
-  private static void delete(Path p) {
-    try {
-      Files.deleteIfExists(p);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
   }
 }

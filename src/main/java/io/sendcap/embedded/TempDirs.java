@@ -8,12 +8,12 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
 
-/** Temporary directories that the embedded servers create and delete. */
-final class TempDirs {
+/** Temporary directories that the embedded servers and the demo create and delete. */
+public final class TempDirs {
   private TempDirs() {}
 
   /** Creates a new empty directory in the system's temporary directory. */
-  static Path create(String prefix) {
+  public static Path create(String prefix) {
     try {
       return Files.createTempDirectory(prefix);
     } catch (IOException e) {
@@ -22,7 +22,7 @@ final class TempDirs {
   }
 
   /** Deletes a file, or a directory and everything in it; a missing path is not an error. */
-  static void delete(Path dir) {
+  public static void delete(Path dir) {
     if (!Files.exists(dir)) {
       return;
     }
