@@ -8,6 +8,7 @@ import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.CapStore;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.limit.RedisSlidingLog;
 import io.sendcap.limit.ScriptCall;
@@ -113,8 +114,17 @@ final class LimiterBench {
     redis.flushall();
     try (RedisSlidingLog log = connector.open()) {
       long start = System.nanoTime();
+      CapStore.Pending inFlight = null;
       for (int i = 0; i < work.size(); i += options.batch()) {
-        log.decide(work.subList(i, Math.min(work.size(), i + options.batch())));
+        CapStore.Pending next =
+            log.submit(work.subList(i, Math.min(work.size(), i + options.batch())));
+        if (inFlight != null) {
+          inFlight.await();
+        }
+        inFlight = next;
+      }
+      if (inFlight != null) {
+        inFlight.await();
       }
       return rate(work.size(), start);
     }

@@ -11,15 +11,34 @@ import java.util.List;
  */
 public interface CapStore extends AutoCloseable {
   /**
-   * Decides a batch of sends, in order: a send sees the sends of the same batch before it.
+   * Sends a batch to be decided, in order (a send sees the sends of the same batch before it), and
+   * returns without waiting for the decisions, so that the caller can prepare the next batch
+   * meanwhile. Batches are decided in the order they are submitted.
+   */
+  Pending submit(List<CapRequest> requests);
+
+  /**
+   * Decides a batch and waits for the decisions.
    *
    * @return one decision per request, in request order
    * @throws LimiterUnavailableException if the store cannot be reached; nothing may be assumed
    *     about which requests were recorded, and deciding the batch again is safe
    */
-  List<Decision> decide(List<CapRequest> requests);
+  default List<Decision> decide(List<CapRequest> requests) {
+    return submit(requests).await();
+  }
 
   /** Releases the store's connection. */
   @Override
   void close();
+
+  /** The decisions of a submitted batch, on their way. */
+  interface Pending {
+    /**
+     * Waits for the decisions: one per request, in request order.
+     *
+     * @throws LimiterUnavailableException as {@link CapStore#decide} does
+     */
+    List<Decision> await();
+  }
 }

@@ -62,14 +62,19 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   @Override
-  public List<Decision> decide(List<CapRequest> requests) {
+  public Pending submit(List<CapRequest> requests) {
     List<CallBuilder.Call> calls = builder.calls(requests);
     List<RedisFuture<List<Object>>> futures = new ArrayList<>(calls.size());
     for (CallBuilder.Call call : calls) {
       futures.add(send(call));
     }
     flush(calls.size(), requests.size());
-    Decision[] decisions = new Decision[requests.size()];
+    return () -> collect(calls, futures, requests.size());
+  }
+
+  private List<Decision> collect(
+      List<CallBuilder.Call> calls, List<RedisFuture<List<Object>>> futures, int size) {
+    Decision[] decisions = new Decision[size];
     List<CallBuilder.Call> noScript = new ArrayList<>();
     for (int i = 0; i < calls.size(); i++) {
       List<Object> reply = await(futures.get(i));

@@ -54,7 +54,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private final Supplier<CapStore> capStores;
   private final InstantSource wallClock;
   private final String storeName;
-  private final TreeMap<Long, PendingSend> pending = new TreeMap<>();
+  private TreeMap<Long, PendingSend> pending = new TreeMap<>();
+  private InFlight inFlight;
 
   private ProcessorContext<byte[], SpecificRecord> context;
   private KeyValueStore<Long, PendingSend> buffer;
@@ -120,24 +121,73 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   }
 
   private void punctuate(long wallTime) {
+    complete();
     if (!pending.isEmpty()
         && wallTime - oldestPendingSince >= config.batch().maxWait().toMillis()) {
       flush();
     }
   }
 
+  /**
+   * A batch submitted to the cap store whose decisions have not been forwarded yet; its sends are
+   * still in the changelogged buffer.
+   */
+  private record InFlight(
+      TreeMap<Long, PendingSend> sends,
+      List<CapRequest> requests,
+      CapStore.Pending decisions,
+      long now) {}
+
+  /**
+   * Forwards the batch in flight, if any, then submits the pending sends and keeps them in flight
+   * while the next batch fills: Redis decides one batch while this thread reads the next.
+   */
   private void flush() {
+    complete();
     long now = wallClock.millis();
-    List<PendingSend> sends = new ArrayList<>(pending.values());
+    TreeMap<Long, PendingSend> sends = pending;
+    pending = new TreeMap<>();
     List<CapRequest> requests = new ArrayList<>(sends.size());
-    for (PendingSend p : sends) {
+    for (PendingSend p : sends.values()) {
       if (!p.getSend().getTransactional()) {
         requests.add(request(p, now));
       }
     }
-    List<Decision> decisions = requests.isEmpty() ? List.of() : decide(requests);
+    inFlight = new InFlight(sends, requests, submit(requests), now);
+  }
+
+  private CapStore.Pending submit(List<CapRequest> requests) {
+    if (requests.isEmpty()) {
+      return List::of;
+    }
+    try {
+      return capStore.submit(requests);
+    } catch (LimiterUnavailableException e) {
+      return () -> {
+        throw e;
+      };
+    }
+  }
+
+  /** Waits for the batch in flight, forwards its outputs in input order and drops its sends. */
+  private void complete() {
+    if (inFlight == null) {
+      return;
+    }
+    InFlight batch = inFlight;
+    inFlight = null;
+    List<Decision> decisions;
+    try {
+      decisions = batch.decisions().await();
+    } catch (LimiterUnavailableException e) {
+      decisions = decide(batch.requests());
+    }
+    forward(batch.sends(), decisions, batch.now());
+  }
+
+  private void forward(TreeMap<Long, PendingSend> sends, List<Decision> decisions, long now) {
     int next = 0;
-    for (PendingSend p : sends) {
+    for (PendingSend p : sends.values()) {
       ScheduledSend send = p.getSend();
       long decidedAt = decisionTime(send, now);
       SpecificRecord out;
@@ -151,10 +201,9 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       }
       context.forward(new Record<>(key(p), out, p.getTimestamp()));
     }
-    for (Long offset : pending.keySet()) {
+    for (Long offset : sends.keySet()) {
       buffer.put(offset, null); // a delete that does not read back the old value
     }
-    pending.clear();
   }
 
   private CapRequest request(PendingSend p, long now) {
@@ -238,6 +287,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
 
   @Override
   public void close() {
+    inFlight = null; // its sends are still in the changelogged store
     if (capStore != null) {
       capStore.close();
     }

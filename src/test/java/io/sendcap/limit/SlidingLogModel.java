@@ -29,12 +29,12 @@ public final class SlidingLogModel implements CapStore {
   }
 
   @Override
-  public List<Decision> decide(List<CapRequest> requests) {
+  public Pending submit(List<CapRequest> requests) {
     List<Decision> decisions = new ArrayList<>();
     for (CapRequest r : requests) {
       decisions.add(decide(r));
     }
-    return decisions;
+    return () -> decisions;
   }
 
   /** Decides one send. */
