@@ -23,6 +23,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Properties;
 import java.util.SplittableRandom;
+import java.util.function.BiFunction;
 
 /**
  * The limiter benchmark: sendcap's script against the same workload driven in several ways, and the
@@ -91,10 +92,19 @@ final class LimiterBench {
       double ceiling = ceiling(redis, connector, work);
       double oneAtATime = oneAtATime(redis, connector, work);
       double seed = seedCeiling(redis, work);
-      Double bucket4j = bucket4j(redis, work);
+      Double bucket4j = peer(redis, work, "Bucket4j (Lettuce)", Bucket4jPeer::run);
+      Double redisson = peer(redis, work, "Redisson RRateLimiter", RedissonPeer::run);
       long[] memory = memory(redis, connector);
       return new Result(
-          pipelined, perRoundTrip, ceiling, oneAtATime, seed, bucket4j, null, memory[0], memory[1]);
+          pipelined,
+          perRoundTrip,
+          ceiling,
+          oneAtATime,
+          seed,
+          bucket4j,
+          redisson,
+          memory[0],
+          memory[1]);
     } finally {
       client.shutdown();
     }
@@ -174,15 +184,19 @@ final class LimiterBench {
     return drive(requests, work.size());
   }
 
-  /** Bucket4j's rate, or null when its jars are not on the classpath (bench-lib). */
-  private Double bucket4j(RedisCommands<String, String> redis, List<CapRequest> work) {
+  /** A peer library's rate, or null when its jars are missing or clash (bench-lib). */
+  private Double peer(
+      RedisCommands<String, String> redis,
+      List<CapRequest> work,
+      String name,
+      BiFunction<String, List<CapRequest>, Double> run) {
     List<CapRequest> some = work.subList(0, Math.min(work.size(), options.peerSends()));
-    progress.println("Bucket4j (Lettuce): " + some.size() + " sends, one decision each");
+    progress.println(name + ": " + some.size() + " sends, one decision each");
     redis.flushall();
     try {
-      return Bucket4jPeer.run(uri, some);
-    } catch (NoClassDefFoundError e) {
-      progress.println("Bucket4j is not on the classpath (target/bench-lib): " + e.getMessage());
+      return run.apply(uri, some);
+    } catch (LinkageError e) {
+      progress.println(name + " could not run (is target/bench-lib on the classpath?): " + e);
       return null;
     }
   }

@@ -96,7 +96,7 @@ final class LimiterBenchCommand implements Callable<Integer> {
     row(out, "one send at a time", r.oneAtATimePerS());
     row(out, "ceiling of the seed script", r.seedCeilingPerS());
     peer(out, "Bucket4j (Lettuce), one per send", r.bucket4jPerS());
-    peer(out, "Redisson RRateLimiter", r.redissonPerS());
+    peer(out, "Redisson RRateLimiter (2/day only)", r.redissonPerS());
     row(out, "Redis bytes per user (5 sends)", r.bytesPerUser());
     row(out, "  MEMORY USAGE of one such key", r.sampleKeyBytes());
     out.println();
