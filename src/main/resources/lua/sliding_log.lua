@@ -3,30 +3,31 @@
 -- that Redis pays its per-call cost once for all of them; with Redis Cluster, the keys of one
 -- call share a slot.
 --
--- What it costs Redis (7.0, measured with INFO commandstats and perf) decided how it is written:
--- a redis.call() costs about 1.7 us; a ZRANGE WITHSCORES of 5 entries about 8 us, because every
--- score is printed as text and parsed back; converting a Lua number to a command argument prints
--- it too. So caps are counted with ZCOUNT over score ranges that the caller computed and passed as
--- text, scores are read only to tell a capped user when they are eligible again, and a send that
--- fits is added with ZADD NX, which also finds a replay; a refused send is checked for being a
--- replay (ZSCORE) only then, since a replay must be allowed again whatever the caps say now.
+-- What it costs Redis decided how it is written (Redis 7.0, measured with INFO commandstats,
+-- perf and callgrind): each redis.call() costs about 2 us before its command does anything, so
+-- one ZRANGE WITHSCORES reads the user's whole small log and everything else is worked out here
+-- from that one read: every cap's count, the minimum interval, the time the user is next eligible
+-- and whether the send is a replay. A capped send costs one redis.call(), a logged one three
+-- (ZRANGE, ZADD, PEXPIRE) and a fourth (ZREMRANGEBYRANK) only when the log holds entries older
+-- than the horizon. The price is the scores: Redis 7.0 prints each one as text and Lua parses it
+-- back, about a third of the script's instructions.
 --
 -- KEYS[i]  the log of the i-th send's user: a sorted set, member = 5-byte idempotency id
---          (top 3 bits: the send's channel), score = decision time in ms
+--          (top 3 bits: the send's channel, then 37 bits of SHA-256(messageId)),
+--          score = decision time in ms
 -- ARGV[1]  the index in ARGV of the first send's arguments
 -- ARGV     then the shapes of the call: the caps that apply to a kind of send, each
---            minInterval horizon ncaps           interval ms (0: none); horizon ms (the key
---                                                expires this long after a send is logged)
+--            minInterval horizon ncaps           interval ms (0: none); horizon ms (entries this
+--                                                old are evicted and the key expires this long
+--                                                after a send is logged)
 --            then per cap: kind window limit channel
 --                                                kind 1 calendar period, 0 rolling window of
 --                                                window ms; channel 0 counts every send, k only
 --                                                those whose member's top 3 bits are k
--- ARGV     then per send: now member shape evict recent [min max]*
+-- ARGV     then per send: now member shape [start end]*
 --                                                decision ms; idempotency id; the ARGV index of
---                                                its shape; entries scored <= evict are older than
---                                                the horizon; scores in (recent, +inf) are within
---                                                the minimum interval; each cap's score range:
---                                                (now - window, +inf) or [start, end) of a period
+--                                                its shape; for each calendar cap of the shape,
+--                                                in order, its current period [start, end)
 --
 -- A logged send at t counts against a rolling window w iff t > now - w (later than now counts
 -- too), against a calendar cap iff start <= t < end. Entries older than the horizon are evicted
@@ -36,132 +37,114 @@
 --   2 capped by cap number `cap` (1-based, in its shape) holding `count` sends, 3 minimum interval;
 --   and nextEligibleAt is the earliest time >= now at which the same send would be allowed.
 
-local call, floor, byte, sub = redis.call, math.floor, string.byte, string.sub
+local call, byte, floor = redis.call, string.byte, math.floor
 
--- A shape's numbers, parsed once per call, and its widest rolling cap over all channels: a
--- rolling cap over all channels with a narrower window counts no more sends than that one.
+-- A shape's numbers, parsed once per call.
 local shapes = {}
 local function shape(sh)
   local v = shapes[sh]
   if v == nil then
-    v = {widest = 0, widestWindow = 0}
-    for i = 0, 2 + 4 * tonumber(ARGV[sh + 2]) do
-      v[i + 1] = tonumber(ARGV[sh + i])
-    end
-    for c = 1, v[3] do
-      local k = 4 * c
-      if v[k] == 0 and v[k + 3] == 0 and v[k + 1] > v.widestWindow then
-        v.widest, v.widestWindow = c, v[k + 1]
+    v = {interval = tonumber(ARGV[sh]), horizon = tonumber(ARGV[sh + 1]),
+         horizonArg = ARGV[sh + 1], calendars = 0}
+    for c = 1, tonumber(ARGV[sh + 2]) do
+      local k = sh + 3 + 4 * (c - 1)
+      local cap = {calendar = ARGV[k] == '1', window = tonumber(ARGV[k + 1]),
+                   limit = tonumber(ARGV[k + 2]), channel = tonumber(ARGV[k + 3])}
+      if cap.calendar then
+        cap.bound = 3 + 2 * v.calendars
+        v.calendars = v.calendars + 1
       end
+      v[c] = cap
     end
     shapes[sh] = v
   end
   return v
 end
 
-local function channelOf(member)
-  return floor(byte(member, 1) / 32)
-end
+-- The decoded log of the send being decided, and the times a rolling cap counts: reused.
+local times, channels, inside = {}, {}, {}
 
--- The logged sends a cap counts: every entry in its range, or those of its channel.
-local function logged(key, channel, min, max)
-  if channel == 0 then
-    return call('ZCOUNT', key, min, max)
-  end
-  local n = 0
-  for _, m in ipairs(call('ZRANGEBYSCORE', key, min, max)) do
-    if channelOf(m) == channel then
-      n = n + 1
+local function decide(key, a, v)
+  local now, member = tonumber(ARGV[a]), ARGV[a + 1]
+  local log = call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local n = #log / 2
+  for i = 1, n do
+    local m = log[2 * i - 1]
+    if m == member then
+      return 1, 0, 0, now
     end
+    times[i] = tonumber(log[2 * i])
+    channels[i] = floor(byte(m) / 32)
   end
-  return n
-end
-
--- The score of the k-th oldest logged send a rolling cap counts.
-local function kthOldest(key, channel, min, max, k)
-  if channel == 0 then
-    local entries = call('ZRANGEBYSCORE', key, min, max, 'WITHSCORES', 'LIMIT', k - 1, 1)
-    return tonumber(entries[2])
-  end
-  for _, m in ipairs(call('ZRANGEBYSCORE', key, min, max)) do
-    if channelOf(m) == channel then
-      k = k - 1
-      if k == 0 then
-        return tonumber(call('ZSCORE', key, m))
-      end
-    end
-  end
-end
-
--- The time of the newest logged send scored in (recent, +inf), or nil.
-local function newest(key, recent)
-  local entries = call('ZREVRANGEBYSCORE', key, '+inf', recent, 'WITHSCORES', 'LIMIT', 0, 1)
-  return entries[2] and tonumber(entries[2])
-end
-
-local function decide(key, nowArg, member, sh, q)
-  local now = tonumber(nowArg)
-  local v = shape(sh)
   local failed, failedCount, nextEligible = 0, 0, now
-  local widest = nil
-  if v.widest > 0 then
-    local wp = q + 2 * v.widest
-    widest = call('ZCOUNT', key, ARGV[wp], ARGV[wp + 1])
-  end
-  local c0, p = 4, q + 2
-  for c = 1, v[3] do
-    local calendar, window, limit, channel = v[c0] == 1, v[c0 + 1], v[c0 + 2], v[c0 + 3]
-    local min, max = ARGV[p], ARGV[p + 1]
-    c0, p = c0 + 4, p + 2
-    local n
-    if c == v.widest or (widest and widest < limit and not calendar and channel == 0) then
-      n = widest -- the widest cap's count, or an upper bound that already fits
-    else
-      n = logged(key, channel, min, max)
-    end
-    if n >= limit then
-      if failed == 0 then
-        failed, failedCount = c, n
+  for c = 1, #v do
+    local cap = v[c]
+    local channel, limit, count, at = cap.channel, cap.limit, 0, nil
+    if cap.calendar then
+      local start, stop = tonumber(ARGV[a + cap.bound]), tonumber(ARGV[a + cap.bound + 1])
+      for i = 1, n do
+        local t = times[i]
+        if t >= start and t < stop and (channel == 0 or channels[i] == channel) then
+          count = count + 1
+        end
       end
-      local at
-      if calendar then
-        at = tonumber(sub(max, 2))
-      else
-        at = kthOldest(key, channel, min, max, n - limit + 1) + window
+      at = stop
+    else
+      local window = cap.window
+      local after = now - window
+      for i = 1, n do
+        local t = times[i]
+        if t > after and (channel == 0 or channels[i] == channel) then
+          count = count + 1
+          inside[count] = t
+        end
+      end
+      -- the oldest counted sends leave the window one by one: one more fits when the
+      -- (count - limit + 1)-th oldest has left
+      if count >= limit then
+        at = inside[count - limit + 1] + window
+      end
+    end
+    if count >= limit then
+      if failed == 0 then
+        failed, failedCount = c, count
       end
       if at > nextEligible then
         nextEligible = at
       end
     end
   end
-  local interval = v[1]
-  local latest = interval > 0 and newest(key, ARGV[q + 1])
-  if latest and latest + interval > nextEligible then
-    nextEligible = latest + interval
+  local tooSoon = false
+  if v.interval > 0 and n > 0 and times[n] > now - v.interval then
+    tooSoon = true
+    if times[n] + v.interval > nextEligible then
+      nextEligible = times[n] + v.interval
+    end
   end
-  if failed > 0 or latest then
-    if call('ZSCORE', key, member) then
-      return 1, 0, 0, now
-    end
-    if failed > 0 then
-      return 2, failed, failedCount, nextEligible
-    end
+  if failed > 0 then
+    return 2, failed, failedCount, nextEligible
+  end
+  if tooSoon then
     return 3, 0, 0, nextEligible
   end
-  if call('ZADD', key, 'NX', nowArg, member) == 0 then
-    return 1, 0, 0, now
+  local evict, stale = now - v.horizon, 0
+  while stale < n and times[stale + 1] <= evict do
+    stale = stale + 1
   end
-  call('ZREMRANGEBYSCORE', key, '-inf', ARGV[q])
-  call('PEXPIRE', key, ARGV[sh + 1])
+  if stale > 0 then
+    call('ZREMRANGEBYRANK', key, 0, stale - 1)
+  end
+  call('ZADD', key, ARGV[a], member)
+  call('PEXPIRE', key, v.horizonArg)
   return 0, 0, 0, now
 end
 
 local result = {}
 local a = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local sh = tonumber(ARGV[a + 2])
+  local v = shape(tonumber(ARGV[a + 2]))
   local r = 4 * i
-  result[r - 3], result[r - 2], result[r - 1], result[r] = decide(KEYS[i], ARGV[a], ARGV[a + 1], sh, a + 3)
-  a = a + 5 + 2 * shape(sh)[3]
+  result[r - 3], result[r - 2], result[r - 1], result[r] = decide(KEYS[i], a, v)
+  a = a + 3 + 2 * v.calendars
 end
 return result

@@ -48,6 +48,12 @@ final class LimiterBenchCommand implements Callable<Integer> {
   int batch = 1_000;
 
   @Option(
+      names = "--sends-per-call",
+      description =
+          "Sends decided by one script call (cap.redis.sends-per-call; default: ${DEFAULT-VALUE}).")
+  int sendsPerCall = 16;
+
+  @Option(
       names = "--depth",
       description = "Commands in flight for the ceilings (default: ${DEFAULT-VALUE}).")
   int depth = 64;
@@ -70,7 +76,8 @@ final class LimiterBenchCommand implements Callable<Integer> {
           spec.commandLine(), "--redis-uri: the bench runs FLUSHALL there; add --yes-flush");
     }
     LimiterBench.Options options =
-        new LimiterBench.Options(sends, users, oneAtATime, peerSends, memoryUsers, batch, depth);
+        new LimiterBench.Options(
+            sends, users, oneAtATime, peerSends, memoryUsers, batch, sendsPerCall, depth);
     LimiterBench.Result r;
     if (redisUri != null) {
       r = new LimiterBench(options, redisUri, System.err).run();

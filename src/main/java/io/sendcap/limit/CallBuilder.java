@@ -8,7 +8,6 @@ import io.sendcap.config.Policy;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,9 +19,9 @@ import java.util.Map;
  *
  * <p>The caps that apply to a send (its policy's caps for all channels or for the send's channel)
  * form its <em>shape</em>; each call carries its distinct shapes once, and each send gives the
- * argument index where its shape starts. Each send also carries the score range of each of its
- * caps, computed here as text, because printing and parsing numbers is much of what the script
- * would otherwise cost Redis. The layout is described in {@code lua/sliding_log.lua}.
+ * argument index where its shape starts. Each send also carries the bounds of the current period of
+ * each of its calendar caps, computed here because they depend on the user's time zone and its
+ * daylight-saving changes. The layout is described in {@code lua/sliding_log.lua}.
  */
 final class CallBuilder {
   /** One script call and, for each send it decides, where its decision goes. */
@@ -32,7 +31,9 @@ final class CallBuilder {
   private final long retentionMs;
   private final int sendsPerCall;
   private final boolean cluster;
-  private final Map<ShapeKey, Shape> shapes = new HashMap<>();
+
+  /** Shapes by policy (compared by identity: policies are loaded once), then channel ordinal. */
+  private final Map<Policy, Shape[]> shapes = new IdentityHashMap<>();
 
   CallBuilder(String keyPrefix, long retentionMs, int sendsPerCall, boolean cluster) {
     this.keyPrefix = (keyPrefix + "{").getBytes(StandardCharsets.US_ASCII);
@@ -75,7 +76,7 @@ final class CallBuilder {
     private final List<byte[]> sendArgs = new ArrayList<>();
     private final List<Integer> indexes = new ArrayList<>();
     private final List<int[]> capIndexes = new ArrayList<>();
-    private final Map<Shape, Integer> shapeIndexes = new IdentityHashMap<>();
+    private final Map<Shape, byte[]> shapeIndexes = new IdentityHashMap<>();
     private final List<Shape> used = new ArrayList<>();
     private int nextShapeIndex = 2;
 
@@ -85,10 +86,10 @@ final class CallBuilder {
 
     void add(int index, byte[] key, CapRequest r) {
       Shape shape = shape(r.policy(), r.channel());
-      Integer number = shapeIndexes.get(shape);
+      byte[] number = shapeIndexes.get(shape);
       if (number == null) {
         used.add(shape);
-        number = nextShapeIndex;
+        number = ascii(nextShapeIndex);
         nextShapeIndex += shape.args().size();
         shapeIndexes.put(shape, number);
       }
@@ -98,24 +99,19 @@ final class CallBuilder {
       long now = r.now();
       sendArgs.add(ascii(now));
       sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
-      sendArgs.add(ascii(number));
-      sendArgs.add(ascii(now - shape.horizonMs()));
-      sendArgs.add(text("(" + (now - shape.intervalMs())));
+      sendArgs.add(number);
       for (Cap cap : shape.caps()) {
-        if (cap.kind() == Cap.Kind.ROLLING) {
-          sendArgs.add(text("(" + (now - cap.window().toMillis())));
-          sendArgs.add(PLUS_INFINITY);
-        } else {
+        if (cap.kind() != Cap.Kind.ROLLING) {
           CalendarPeriods.Period period =
               CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(now), r.effectiveZone());
           sendArgs.add(ascii(period.start()));
-          sendArgs.add(text("(" + period.end()));
+          sendArgs.add(ascii(period.end()));
         }
       }
     }
 
     Call build() {
-      List<byte[]> args = new ArrayList<>();
+      List<byte[]> args = new ArrayList<>(nextShapeIndex - 1 + sendArgs.size());
       args.add(ascii(nextShapeIndex));
       for (Shape shape : used) {
         args.addAll(shape.args());
@@ -128,18 +124,20 @@ final class CallBuilder {
 
   /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */
   private Shape shape(Policy policy, Channel channel) {
-    return shapes.computeIfAbsent(
-        new ShapeKey(policy, channel), k -> Shape.of(policy, channel, retentionMs));
+    Shape[] byChannel = shapes.computeIfAbsent(policy, p -> new Shape[Channel.values().length]);
+    Shape shape = byChannel[channel.ordinal()];
+    if (shape == null) {
+      shape = Shape.of(policy, channel, retentionMs);
+      byChannel[channel.ordinal()] = shape;
+    }
+    return shape;
   }
-
-  private record ShapeKey(Policy policy, Channel channel) {}
 
   /**
    * The caps of a policy that apply to sends on one channel, with their indexes in the policy and
    * their encoding as script arguments.
    */
-  private record Shape(
-      List<Cap> caps, int[] capIndexes, long intervalMs, long horizonMs, List<byte[]> args) {
+  private record Shape(List<Cap> caps, int[] capIndexes, List<byte[]> args) {
     static Shape of(Policy policy, Channel channel, long retentionMs) {
       List<Cap> caps = policy.caps().stream().filter(c -> c.appliesTo(channel)).toList();
       int[] indexes = caps.stream().mapToInt(policy.caps()::indexOf).toArray();
@@ -156,14 +154,8 @@ final class CallBuilder {
         args.add(ascii(cap.limit()));
         args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
       }
-      return new Shape(caps, indexes, interval, horizon, List.copyOf(args));
+      return new Shape(caps, indexes, List.copyOf(args));
     }
-  }
-
-  private static final byte[] PLUS_INFINITY = text("+inf");
-
-  private static byte[] text(String s) {
-    return s.getBytes(StandardCharsets.US_ASCII);
   }
 
   private static byte[] ascii(long n) {

@@ -8,11 +8,12 @@ import java.security.NoSuchAlgorithmException;
 /**
  * Compact idempotency ids: the member under which a send is logged.
  *
- * <p>8 bytes: the send's channel (its ordinal + 1, so that channel-scoped caps can count the sends
- * of one channel), then the first 7 bytes of the SHA-256 of the UTF-8 message id. Two message ids
- * of one user and channel collide with probability about n<sup>2</sup>/2<sup>57</sup> for n sends
- * in the user's log (below 10<sup>-13</sup> for n = 50); a collision would report the second send
- * as already logged. Never a timestamp: two sends in one millisecond stay two entries.
+ * <p>5 bytes: the send's channel in the top 3 bits (its ordinal + 1, so that channel-scoped caps
+ * can count the sends of one channel), then 37 bits of the SHA-256 of the UTF-8 message id. Two
+ * message ids of one user collide with probability about n<sup>2</sup>/2<sup>38</sup> for n sends
+ * in the user's log (10<sup>-10</sup> for n = 5); a collision would report the second send as
+ * already logged, delivering it without counting it. Never a timestamp: two sends in one
+ * millisecond stay two entries. The score of the entry is the decision time.
  */
 public final class MessageIds {
   /** The length of an idempotency id in bytes. */
