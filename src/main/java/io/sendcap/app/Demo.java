@@ -6,13 +6,12 @@ import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.TempDirs;
-import io.sendcap.segment.SegmentFiles;
+import io.sendcap.segment.SegmentTopic;
+import io.sendcap.segment.UserIds;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -84,7 +83,7 @@ final class Demo {
           kafka.bootstrapServers(),
           options.partitions(),
           List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters()));
-      writeSegments(policies.segmentNames(), config.segmentsDir());
+      publishSegments(policies.segmentNames(), kafka.bootstrapServers(), t.segments());
       progress.printf(
           "Kafka %s, Redis %s; blasting %,d sends over %,d users%n",
           kafka.bootstrapServers(), redis.uri(), options.sends(), options.users());
@@ -117,27 +116,26 @@ final class Demo {
     p.setProperty("cap.clock", "event");
     p.setProperty("batch.max.records", "1000");
     p.setProperty("policies.file", options.policiesFile().toString());
-    p.setProperty("segments.dir", work.resolve("segments").toString());
     return SendcapConfig.from(p, "demo");
   }
 
-  private void writeSegments(List<String> names, Path dir) throws IOException {
-    Files.createDirectories(dir);
-    List<Writer> writers = new ArrayList<>();
-    try {
-      for (String name : names) {
-        writers.add(Files.newBufferedWriter(SegmentFiles.file(dir, name), StandardCharsets.UTF_8));
+  /** Publishes the sample segments: generated users spread evenly over them and none. */
+  private void publishSegments(List<String> names, String bootstrap, String topic) {
+    List<UserIds> segments = new ArrayList<>();
+    names.forEach(n -> segments.add(new UserIds()));
+    for (long u = Blast.FIRST_USER; u < Blast.FIRST_USER + options.users(); u++) {
+      int segment = Blast.segmentIndex(u, names.size());
+      if (segment >= 0) {
+        segments.get(segment).add(u);
       }
-      for (long u = Blast.FIRST_USER; u < Blast.FIRST_USER + options.users(); u++) {
-        int segment = Blast.segmentIndex(u, names.size());
-        if (segment >= 0) {
-          writers.get(segment).write(u + "\n");
-        }
-      }
-    } finally {
-      for (Writer w : writers) {
-        w.close();
-      }
+    }
+    Properties client = new Properties();
+    client.setProperty("bootstrap.servers", bootstrap);
+    SegmentTopic segmentTopic = new SegmentTopic(client, topic);
+    for (int i = 0; i < names.size(); i++) {
+      segments.get(i).optimize();
+      segmentTopic.publish(
+          names.get(i), segments.get(i), SegmentTopic.DEFAULT_CHUNK_BYTES, progress);
     }
   }
 

@@ -52,6 +52,11 @@ final class EmbeddedCommand implements Callable<Integer> {
     out.println("cap.redis.uri=" + redis.uri());
     out.println(
         "topics: " + String.join(", ", t.input(), t.deliveries(), t.suppressed(), t.deadLetters()));
+    out.println("Publish the segments the policies name, once, with:");
+    out.printf(
+        "  for s in new-users active dormant; do bin/sendcap segments publish --set"
+            + " bootstrap.servers=%s --name $s --ids config/segments/$s.ids; done%n",
+        kafka.bootstrapServers());
     out.println("Run sendcap against them with:");
     out.printf(
         "  bin/sendcap run --config config/sendcap.properties --set bootstrap.servers=%s"

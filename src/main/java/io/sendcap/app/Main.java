@@ -3,6 +3,7 @@ package io.sendcap.app;
 import io.sendcap.bench.BenchCommand;
 import io.sendcap.config.InvalidConfigException;
 import io.sendcap.segment.SegmentFiles;
+import io.sendcap.segment.SegmentTopic;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -13,7 +14,13 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "sendcap 0.1.0",
     description = "Per-user frequency caps for campaign sends, on Kafka Streams and Redis.",
-    subcommands = {DemoCommand.class, EmbeddedCommand.class, RunCommand.class, BenchCommand.class})
+    subcommands = {
+      DemoCommand.class,
+      EmbeddedCommand.class,
+      RunCommand.class,
+      SegmentsCommand.class,
+      BenchCommand.class
+    })
 public final class Main {
   private Main() {}
 
@@ -32,7 +39,9 @@ public final class Main {
             err.println("sendcap: invalid configuration:");
             invalid.problems().forEach(p -> err.println("  " + p));
           } else if (e instanceof SendcapApp.StartupException
-              || e instanceof SegmentFiles.SegmentFileException) {
+              || e instanceof SegmentFiles.SegmentFileException
+              || e instanceof SegmentTopic.SegmentTopicException
+              || e instanceof IllegalArgumentException) {
             err.println("sendcap: " + e.getMessage());
           } else {
             throw e;

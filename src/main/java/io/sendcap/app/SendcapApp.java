@@ -3,8 +3,7 @@ package io.sendcap.app;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.RedisConnector;
-import io.sendcap.segment.RoaringSegmentIndex;
-import io.sendcap.segment.SegmentFiles;
+import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.topology.SendcapTopology;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -31,22 +30,29 @@ public final class SendcapApp implements AutoCloseable {
 
   private final RedisConnector redis;
   private final KafkaStreams streams;
+  private final SegmentRegistry segments;
 
-  private SendcapApp(RedisConnector redis, KafkaStreams streams) {
+  private SendcapApp(RedisConnector redis, KafkaStreams streams, SegmentRegistry segments) {
     this.redis = redis;
     this.streams = streams;
+    this.segments = segments;
   }
 
   /**
    * Validates everything the application needs, then starts it.
    *
-   * @throws StartupException if the topics, segment files or Redis are not there to use
+   * <p>No send is decided before a version of every segment the policies name has been read from
+   * the segments topic: Kafka Streams starts paused, restores its global store, and resumes once
+   * the segments are in; if one is still missing after {@code segments.load.timeout.ms}, start-up
+   * fails naming it.
+   *
+   * @throws StartupException if the topics, the segments or Redis are not there to use
    */
   public static SendcapApp start(SendcapConfig config) {
     Policies policies = Policies.load(config.policiesFile());
-    RoaringSegmentIndex segments = loadSegments(config, policies);
     requireTopics(config);
     RedisConnector redis = connectRedis(config);
+    SegmentRegistry segments = new SegmentRegistry(policies.segmentNames());
     Properties props = SendcapTopology.streamsProperties(config);
     KafkaStreams streams =
         new KafkaStreams(
@@ -57,7 +63,10 @@ public final class SendcapApp implements AutoCloseable {
           LOG.error("stream thread failed; replacing it, its tasks resume from the last commit", e);
           return StreamThreadExceptionResponse.REPLACE_THREAD;
         });
+    streams.pause();
     streams.start();
+    awaitSegments(config, segments, streams, redis);
+    streams.resume();
     LOG.info(
         "sendcap started: {} -> {} | {}, DLQ {}; Redis {}{}, clock {}, failure mode {}",
         config.topics().input(),
@@ -68,24 +77,38 @@ public final class SendcapApp implements AutoCloseable {
         config.limiter().cluster() ? " (cluster)" : "",
         config.limiter().clock(),
         config.limiter().failureMode());
-    return new SendcapApp(redis, streams);
+    return new SendcapApp(redis, streams, segments);
   }
 
-  private static RoaringSegmentIndex loadSegments(SendcapConfig config, Policies policies) {
+  private static void awaitSegments(
+      SendcapConfig config, SegmentRegistry segments, KafkaStreams streams, RedisConnector redis) {
+    List<String> missing;
     try {
-      RoaringSegmentIndex index = SegmentFiles.load(config.segmentsDir(), policies.segmentNames());
-      index
-          .segments()
-          .forEach(
-              (name, ids) ->
-                  LOG.info(
-                      "segment {}: {} users, {} bytes",
-                      name,
-                      ids.cardinality(),
-                      ids.sizeInBytes()));
-      return index;
-    } catch (SegmentFiles.SegmentFileException e) {
-      throw new StartupException(e.getMessage(), e);
+      missing = segments.missing(segments.priorityOrder());
+      if (!missing.isEmpty()) {
+        LOG.info(
+            "waiting up to {} s for segment(s) {} on topic {}",
+            config.segmentsLoadTimeout().toSeconds(),
+            missing,
+            config.topics().segments());
+        missing = segments.awaitAll(config.segmentsLoadTimeout());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      missing = segments.missing(segments.priorityOrder());
+    }
+    if (!missing.isEmpty()) {
+      streams.close(Duration.ofSeconds(30));
+      redis.close();
+      throw new StartupException(
+          "segment(s) "
+              + missing
+              + " named by the policies are not on topic "
+              + config.topics().segments()
+              + " (waited "
+              + config.segmentsLoadTimeout().toSeconds()
+              + " s, segments.load.timeout.ms); publish them with: bin/sendcap segments publish",
+          null);
     }
   }
 
@@ -100,7 +123,8 @@ public final class SendcapApp implements AutoCloseable {
 
   private static void requireTopics(SendcapConfig config) {
     SendcapConfig.Topics t = config.topics();
-    List<String> needed = List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters());
+    List<String> needed =
+        List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters(), t.segments());
     Properties props = new Properties();
     props.putAll(config.streams());
     props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) ADMIN_TIMEOUT.toMillis());
@@ -110,7 +134,12 @@ public final class SendcapApp implements AutoCloseable {
       List<String> missing = needed.stream().filter(n -> !existing.contains(n)).toList();
       if (!missing.isEmpty()) {
         throw new StartupException(
-            "missing topic(s) " + missing + "; create them before starting sendcap", null);
+            "missing topic(s) "
+                + missing
+                + "; create them before starting sendcap ("
+                + t.segments()
+                + " is created by: bin/sendcap segments publish)",
+            null);
       }
     } catch (ExecutionException | TimeoutException e) {
       throw new StartupException(
@@ -124,6 +153,11 @@ public final class SendcapApp implements AutoCloseable {
   /** The Kafka Streams state, for health checks and tests. */
   public KafkaStreams.State state() {
     return streams.state();
+  }
+
+  /** The segments in use, for their versions. */
+  public SegmentRegistry segments() {
+    return segments;
   }
 
   /** The Redis limiter, for its call and round-trip counts. */

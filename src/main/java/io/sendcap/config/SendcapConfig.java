@@ -28,7 +28,7 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param streams the Kafka Streams properties, sendcap's defaults applied
  * @param topics the topic names
  * @param policiesFile the policy file
- * @param segmentsDir the directory of segment files, one {@code NAME.ids} file per segment
+ * @param segmentsLoadTimeout how long start-up waits for every segment the policies name
  * @param limiter the settings of the Redis limiter
  * @param batch when a task's micro-batch is flushed
  * @param avroSerde {@code single-object}, or the class name of a Kafka {@code Serde} for Avro
@@ -37,7 +37,7 @@ public record SendcapConfig(
     Properties streams,
     Topics topics,
     Path policiesFile,
-    Path segmentsDir,
+    Duration segmentsLoadTimeout,
     Limiter limiter,
     Batch batch,
     String avroSerde) {
@@ -62,7 +62,8 @@ public record SendcapConfig(
           StreamsConfig.PROCESSING_EXCEPTION_HANDLER_GLOBAL_ENABLED_CONFIG, "true");
 
   /** Topic names. */
-  public record Topics(String input, String deliveries, String suppressed, String deadLetters) {}
+  public record Topics(
+      String input, String deliveries, String suppressed, String deadLetters, String segments) {}
 
   /** When a task flushes its micro-batch: at {@code maxRecords} or after {@code maxWait}. */
   public record Batch(int maxRecords, Duration maxWait) {}
@@ -142,7 +143,8 @@ public record SendcapConfig(
             r.string("topic.input", "campaign-sends"),
             r.string("topic.deliveries", "deliveries"),
             r.string("topic.suppressed", "suppressed"),
-            r.string("topic.dlq", "campaign-sends-dlq"));
+            r.string("topic.dlq", "campaign-sends-dlq"),
+            r.string("topic.segments", "segments"));
     Limiter limiter =
         new Limiter(
             r.redisUris("cap.redis.uri", "redis://localhost:6379"),
@@ -158,7 +160,7 @@ public record SendcapConfig(
         new Batch(
             r.intRange("batch.max.records", 500, 1, 100_000), r.millis("batch.max.wait.ms", 50));
     Path policies = Path.of(r.string("policies.file", "config/policies.yaml"));
-    Path segments = Path.of(r.string("segments.dir", "config/segments"));
+    Duration segments = r.millis("segments.load.timeout.ms", 120_000);
     String serde = r.string("avro.serde", SINGLE_OBJECT);
     Properties streams = r.streams();
     r.problems.throwIfAny();
@@ -185,7 +187,8 @@ public record SendcapConfig(
             "batch.max.records",
             "batch.max.wait.ms",
             "policies.file",
-            "segments.dir",
+            "topic.segments",
+            "segments.load.timeout.ms",
             "avro.serde");
 
     private final Properties props;

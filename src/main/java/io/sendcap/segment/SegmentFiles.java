@@ -6,14 +6,10 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 
 /**
- * Reads segments from files of user ids: one decimal id per line, nothing else.
- *
- * <p>The file of segment {@code NAME} is {@code NAME.ids} in the segments directory.
+ * Reads segments from files of user ids: one decimal id per line, nothing else (a blank line or a
+ * header fails with its line number), or from roaring bitmaps in the portable format.
  */
 public final class SegmentFiles {
   private SegmentFiles() {}
@@ -55,28 +51,17 @@ public final class SegmentFiles {
             + "\" is not a user id; each line must hold one non-negative decimal id");
   }
 
-  /**
-   * Loads the named segments from {@code dir}, in the given priority order, into an index.
-   *
-   * @throws SegmentFileException naming every segment whose file is missing
-   */
-  public static RoaringSegmentIndex load(Path dir, List<String> namesInPriorityOrder) {
-    List<String> missing =
-        namesInPriorityOrder.stream().filter(n -> !Files.isRegularFile(file(dir, n))).toList();
-    if (!missing.isEmpty()) {
-      throw new SegmentFileException(
-          "no file for segment(s) " + missing + " in " + dir + " (expected NAME.ids)");
+  /** Reads a roaring bitmap in the portable format (32-bit, or the 64-bit extension). */
+  public static UserIds readBitmap(Path file) {
+    try {
+      return UserIds.readPortable(java.nio.ByteBuffer.wrap(Files.readAllBytes(file)));
+    } catch (NoSuchFileException e) {
+      throw new SegmentFileException(file + ": no such file");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read " + file, e);
+    } catch (IllegalArgumentException e) {
+      throw new SegmentFileException(file + ": " + e.getMessage());
     }
-    Map<String, UserIds> segments = new LinkedHashMap<>();
-    for (String name : namesInPriorityOrder) {
-      segments.put(name, readIds(file(dir, name)));
-    }
-    return new RoaringSegmentIndex(segments);
-  }
-
-  /** The file that holds segment {@code name} in {@code dir}. */
-  public static Path file(Path dir, String name) {
-    return dir.resolve(name + ".ids");
   }
 
   /** A segment file that cannot be used, with the reason. */

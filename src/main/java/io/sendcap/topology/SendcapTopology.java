@@ -7,7 +7,8 @@ import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapStore;
-import io.sendcap.segment.SegmentIndex;
+import io.sendcap.segment.SegmentLoader;
+import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.serde.AvroSerdes;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.time.InstantSource;
@@ -43,6 +44,9 @@ public final class SendcapTopology {
   /** The changelogged store of each task's undecided sends, keyed by input offset. */
   public static final String PENDING_STORE = "pending-sends";
 
+  /** The global store of segment chunks waiting for their manifest. */
+  public static final String SEGMENT_STORE = "segment-chunks";
+
   private SendcapTopology() {}
 
   /**
@@ -50,14 +54,15 @@ public final class SendcapTopology {
    *
    * @param config the application settings
    * @param policies the caps of each segment
-   * @param segments where each user's segment is looked up
+   * @param segments where each user's segment is looked up; the topology's global store keeps it up
+   *     to date from the {@code segments} topic
    * @param capStores opens a cap store for each task
    * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
    */
   public static Topology build(
       SendcapConfig config,
       Policies policies,
-      SegmentIndex segments,
+      SegmentRegistry segments,
       Supplier<CapStore> capStores,
       InstantSource wallClock) {
     Map<String, Object> props = new HashMap<>();
@@ -91,6 +96,14 @@ public final class SendcapTopology {
     SendcapConfig.Topics topics = config.topics();
     StreamsBuilder builder =
         new StreamsBuilder(new TopologyConfig(new StreamsConfig(config.streams())));
+    SegmentLoader loader = new SegmentLoader(segments);
+    builder.addGlobalStore(
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore(SEGMENT_STORE), Serdes.String(), Serdes.ByteArray())
+            .withLoggingDisabled(),
+        topics.segments(),
+        Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("segments"),
+        () -> new SegmentStoreProcessor(loader, SEGMENT_STORE));
     builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), validated).withName("sends"))
         .process(decide, Named.as("decide"))
         .split(Named.as("decision-"))

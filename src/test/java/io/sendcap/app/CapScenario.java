@@ -15,6 +15,8 @@ import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.Decision;
 import io.sendcap.limit.SlidingLogModel;
+import io.sendcap.segment.SegmentTopic;
+import io.sendcap.segment.UserIds;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -73,13 +75,19 @@ final class CapScenario {
   /** What happened to one input record, as read from the output topics. */
   record Outcome(String messageId, boolean allowed, Object detail) {}
 
-  /** Writes the policy file and the segment file of users 1 to {@link #VIPS} into {@code dir}. */
+  /** Writes the policy file into {@code dir}. */
   static void writeFiles(Path dir) throws IOException {
     Files.writeString(dir.resolve("policies.yaml"), POLICIES);
-    Files.createDirectories(dir.resolve("segments"));
-    Files.write(
-        dir.resolve("segments/vip.ids"),
-        LongStream.rangeClosed(1, VIPS).mapToObj(Long::toString).toList());
+  }
+
+  /** Publishes segment vip, users 1 to {@link #VIPS}, to the segments topic. */
+  static void publishSegments(String bootstrap) {
+    Properties client = new Properties();
+    client.setProperty("bootstrap.servers", bootstrap);
+    SegmentTopic topic = new SegmentTopic(client, "segments");
+    UserIds vips = new UserIds();
+    LongStream.rangeClosed(1, VIPS).forEach(vips::add);
+    topic.publish("vip", vips, SegmentTopic.DEFAULT_CHUNK_BYTES, System.out);
   }
 
   /** Settings of an application on the files of {@link #writeFiles}, with the event clock. */
@@ -93,7 +101,6 @@ final class CapScenario {
     p.setProperty("batch.max.records", "200");
     p.setProperty("batch.max.wait.ms", "20");
     p.setProperty("policies.file", dir.resolve("policies.yaml").toString());
-    p.setProperty("segments.dir", dir.resolve("segments").toString());
     return p;
   }
 

@@ -41,6 +41,7 @@ class FailureModeIT {
   static void start() throws IOException {
     kafka = TestKafka.start();
     CapScenario.writeFiles(dir);
+    CapScenario.publishSegments(kafka.bootstrapServers());
   }
 
   @AfterAll

@@ -46,6 +46,7 @@ class PipelineIT {
         "dlq-replay");
     redis = EmbeddedRedis.start();
     CapScenario.writeFiles(dir);
+    CapScenario.publishSegments(kafka.bootstrapServers());
   }
 
   @AfterAll

@@ -3,14 +3,15 @@ package io.sendcap.segment;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.roaringbitmap.RoaringBitmap;
 
 class RoaringSegmentIndexTest {
   private static UserIds ids(long... values) {
@@ -38,22 +39,39 @@ class RoaringSegmentIndexTest {
   }
 
   @Test
-  void segmentFilesAreReadInThePoliciesOrder(@TempDir Path dir) throws IOException {
-    Files.writeString(dir.resolve("a.ids"), "1\n2\n");
-    Files.writeString(dir.resolve("b.ids"), "2\n3\n4294967296\n");
-    RoaringSegmentIndex index = SegmentFiles.load(dir, List.of("b", "a"));
-    assertThat(index.segmentOf(2)).isEqualTo("b");
-    assertThat(index.segmentOf(1)).isEqualTo("a");
-    assertThat(index.segmentOf(4294967296L)).isEqualTo("b");
-    assertThat(index.segments().get("b").cardinality()).isEqualTo(3);
+  void idFilesAndPortableBitmapsReadTheSameSet(@TempDir Path dir) throws IOException {
+    Path ids = dir.resolve("b.ids");
+    Files.writeString(ids, "2\n3\n4294967296\n");
+    UserIds fromIds = SegmentFiles.readIds(ids);
+    assertThat(fromIds.cardinality()).isEqualTo(3);
+
+    Path bitmap = dir.resolve("b.roaring");
+    try (var out = Files.newOutputStream(bitmap)) {
+      fromIds.writePortable(out);
+    }
+    assertThat(SegmentFiles.readBitmap(bitmap)).isEqualTo(fromIds);
+
+    // A plain 32-bit portable bitmap, as any RoaringBitmap library writes it.
+    Path plain = dir.resolve("plain.roaring");
+    try (var out = new DataOutputStream(Files.newOutputStream(plain))) {
+      RoaringBitmap.bitmapOf(7, 70_000, 2_000_000_000).serialize(out);
+    }
+    assertThat(SegmentFiles.readBitmap(plain)).isEqualTo(ids(7, 70_000, 2_000_000_000));
+
+    Files.writeString(dir.resolve("junk.roaring"), "user_id\n1\n");
+    assertThatThrownBy(() -> SegmentFiles.readBitmap(dir.resolve("junk.roaring")))
+        .hasMessageContaining("junk.roaring: not a roaring bitmap in the portable format");
   }
 
   @Test
-  void aBadLineIsReportedWithItsNumberAndMissingFilesByName(@TempDir Path dir) throws IOException {
-    Files.writeString(dir.resolve("a.ids"), "1\nuser_id\n");
-    assertThatThrownBy(() -> SegmentFiles.load(dir, List.of("a")))
-        .hasMessageContaining("a.ids:2: \"user_id\" is not a user id");
-    assertThatThrownBy(() -> SegmentFiles.load(dir, List.of("a", "x", "y")))
-        .hasMessageContaining("no file for segment(s) [x, y]");
+  void aHeaderOrABlankLineIsReportedWithItsNumber(@TempDir Path dir) throws IOException {
+    Files.writeString(dir.resolve("a.ids"), "user_id\n1\n");
+    assertThatThrownBy(() -> SegmentFiles.readIds(dir.resolve("a.ids")))
+        .hasMessageContaining("a.ids:1: \"user_id\" is not a user id");
+    Files.writeString(dir.resolve("b.ids"), "1\n2\n\n3\n");
+    assertThatThrownBy(() -> SegmentFiles.readIds(dir.resolve("b.ids")))
+        .hasMessageContaining("b.ids:3: \"\" is not a user id");
+    assertThatThrownBy(() -> SegmentFiles.readIds(dir.resolve("c.ids")))
+        .hasMessageContaining("c.ids: no such file");
   }
 }

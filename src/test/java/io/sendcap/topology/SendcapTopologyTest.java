@@ -10,20 +10,20 @@ import io.sendcap.avro.SuppressionReason;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.SlidingLogModel;
-import io.sendcap.segment.RoaringSegmentIndex;
+import io.sendcap.segment.SegmentRecords;
+import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.segment.UserIds;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
@@ -71,17 +71,21 @@ class SendcapTopologyTest {
     SendcapConfig config = SendcapConfig.from(props, "test");
     UserIds newUsers = new UserIds();
     newUsers.add(NEW_USER);
-    Map<String, UserIds> segments = new LinkedHashMap<>();
-    segments.put("new-users", newUsers);
+    Policies policies = Policies.parse(POLICIES, "test");
     driver =
         new TopologyTestDriver(
             SendcapTopology.build(
                 config,
-                Policies.parse(POLICIES, "test"),
-                new RoaringSegmentIndex(segments),
+                policies,
+                new SegmentRegistry(policies.segmentNames()),
                 () -> model,
                 InstantSource.fixed(T0)),
             SendcapTopology.streamsProperties(config));
+    TestInputTopic<String, byte[]> segments =
+        driver.createInputTopic("segments", new StringSerializer(), new ByteArraySerializer());
+    for (SegmentRecords.Entry e : SegmentRecords.publish("new-users", 1, newUsers, 1024, 0)) {
+      segments.pipeInput(e.key(), e.value());
+    }
     ByteArraySerializer ser = new ByteArraySerializer();
     ByteArrayDeserializer de = new ByteArrayDeserializer();
     input = driver.createInputTopic("campaign-sends", ser, ser);

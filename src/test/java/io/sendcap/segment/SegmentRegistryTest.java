@@ -1,0 +1,96 @@
+package io.sendcap.segment;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class SegmentRegistryTest {
+  private final SegmentRegistry registry = new SegmentRegistry(List.of("new-users", "active"));
+  private final SegmentLoader loader = new SegmentLoader(registry);
+  private final Map<String, byte[]> store = new HashMap<>();
+  private final SegmentLoader.ChunkStore chunks =
+      new SegmentLoader.ChunkStore() {
+        @Override
+        public byte[] get(String key) {
+          return store.get(key);
+        }
+
+        @Override
+        public void delete(String key) {
+          store.remove(key);
+        }
+      };
+
+  private static UserIds ids(long... values) {
+    UserIds set = new UserIds();
+    for (long v : values) {
+      set.add(v);
+    }
+    return set;
+  }
+
+  private void deliver(List<SegmentRecords.Entry> entries) {
+    for (SegmentRecords.Entry e : entries) {
+      if (e.value() == null) {
+        store.remove(e.key());
+      } else if (!SegmentRecords.isManifestKey(e.key())) {
+        store.put(e.key(), e.value());
+      }
+      loader.onRecord(e.key(), e.value(), chunks);
+    }
+  }
+
+  @Test
+  void aVersionIsUsedOnlyOnceItsManifestHasArrived() {
+    List<SegmentRecords.Entry> v1 = SegmentRecords.publish("active", 1, ids(1, 2, 3), 1024, 0);
+    deliver(v1.subList(0, v1.size() - 1));
+    assertThat(registry.segmentOf(1)).isNull();
+    deliver(v1.subList(v1.size() - 1, v1.size()));
+    assertThat(registry.segmentOf(1)).isEqualTo("active");
+    assertThat(store).as("chunks leave the store once assembled").isEmpty();
+  }
+
+  @Test
+  void aHalfPublishedVersionIsNeverUsedAndAnOlderOneNeverReplacesANewerOne() {
+    UserIds big = new UserIds();
+    for (long u = 0; u < 200_000; u += 3) {
+      big.add(u);
+    }
+    deliver(SegmentRecords.publish("active", 2, big, 1024, 0));
+    List<SegmentRecords.Entry> v3 = SegmentRecords.publish("active", 3, ids(1), 1024, 0);
+    assertThat(v3).hasSizeGreaterThan(1);
+    deliver(v3.subList(0, v3.size() - 1)); // the publisher died before the manifest
+    assertThat(registry.version("active")).isEqualTo(2);
+    assertThat(registry.segmentOf(3)).isEqualTo("active");
+
+    deliver(SegmentRecords.publish("active", 1, ids(4), 1024, 0));
+    assertThat(registry.version("active")).isEqualTo(2);
+    assertThat(registry.segmentOf(4)).isNull();
+  }
+
+  @Test
+  void lookupsFollowThePriorityOrderAndCorruptChunksAreRejected() {
+    deliver(SegmentRecords.publish("active", 1, ids(1, 2), 1024, 0));
+    deliver(SegmentRecords.publish("new-users", 1, ids(2, 5_000_000_000L), 1024, 0));
+    assertThat(registry.segmentOf(2)).isEqualTo("new-users");
+    assertThat(registry.segmentOf(5_000_000_000L)).isEqualTo("new-users");
+    assertThat(registry.segmentOf(1)).isEqualTo("active");
+
+    List<SegmentRecords.Entry> bad = SegmentRecords.publish("active", 2, ids(9), 1024, 0);
+    byte[] chunk = bad.get(0).value().clone();
+    chunk[chunk.length - 1] ^= 1;
+    deliver(List.of(new SegmentRecords.Entry(bad.get(0).key(), chunk), bad.get(1)));
+    assertThat(loader.rejected()).isEqualTo(1);
+    assertThat(registry.version("active")).isEqualTo(1);
+  }
+
+  @Test
+  void segmentNamesMustBeUsableAsKeys() {
+    assertThatThrownBy(() -> SegmentRecords.requireName("a/b")).hasMessageContaining("without '/'");
+    assertThatThrownBy(() -> SegmentRecords.requireName("")).hasMessageContaining("non-empty");
+  }
+}
