@@ -2,6 +2,8 @@ package io.sendcap.segment;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,6 +23,21 @@ public final class SegmentLoader {
   public interface ChunkStore extends SegmentRecords.ChunkSource {
     /** Forgets the chunk stored under {@code key}. */
     void delete(String key);
+
+    /** A store that reads with {@code get} and forgets with {@code delete}. */
+    static ChunkStore of(Function<String, byte[]> get, Consumer<String> delete) {
+      return new ChunkStore() {
+        @Override
+        public byte[] get(String key) {
+          return get.apply(key);
+        }
+
+        @Override
+        public void delete(String key) {
+          delete.accept(key);
+        }
+      };
+    }
   }
 
   private final SegmentRegistry registry;

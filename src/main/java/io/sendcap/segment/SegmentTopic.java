@@ -109,18 +109,7 @@ public final class SegmentTopic {
     SegmentLoader loader = new SegmentLoader(registry);
     Map<String, byte[]> store = new HashMap<>();
     Set<String> chunkKeys = new HashSet<>();
-    SegmentLoader.ChunkStore chunks =
-        new SegmentLoader.ChunkStore() {
-          @Override
-          public byte[] get(String key) {
-            return store.get(key);
-          }
-
-          @Override
-          public void delete(String key) {
-            store.remove(key);
-          }
-        };
+    SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(store::get, store::remove);
     Properties props = new Properties();
     props.putAll(client);
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");

@@ -27,18 +27,7 @@ final class SegmentStoreProcessor implements Processor<String, byte[], Void, Voi
   @Override
   public void init(ProcessorContext<Void, Void> context) {
     store = context.getStateStore(storeName);
-    chunks =
-        new SegmentLoader.ChunkStore() {
-          @Override
-          public byte[] get(String key) {
-            return store.get(key);
-          }
-
-          @Override
-          public void delete(String key) {
-            store.delete(key);
-          }
-        };
+    chunks = SegmentLoader.ChunkStore.of(store::get, store::delete);
   }
 
   @Override

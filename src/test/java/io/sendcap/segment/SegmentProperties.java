@@ -42,18 +42,7 @@ class SegmentProperties {
     SegmentRegistry registry = new SegmentRegistry(List.of("s"));
     SegmentLoader loader = new SegmentLoader(registry);
     Map<String, byte[]> store = new HashMap<>();
-    SegmentLoader.ChunkStore chunks =
-        new SegmentLoader.ChunkStore() {
-          @Override
-          public byte[] get(String key) {
-            return store.get(key);
-          }
-
-          @Override
-          public void delete(String key) {
-            store.remove(key);
-          }
-        };
+    SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(store::get, store::remove);
     for (SegmentRecords.Entry e : SegmentRecords.publish("s", 1, users, chunkBytes, 0)) {
       store.put(e.key(), e.value());
       loader.onRecord(e.key(), e.value(), chunks);

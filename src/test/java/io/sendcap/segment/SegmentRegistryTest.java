@@ -13,17 +13,7 @@ class SegmentRegistryTest {
   private final SegmentLoader loader = new SegmentLoader(registry);
   private final Map<String, byte[]> store = new HashMap<>();
   private final SegmentLoader.ChunkStore chunks =
-      new SegmentLoader.ChunkStore() {
-        @Override
-        public byte[] get(String key) {
-          return store.get(key);
-        }
-
-        @Override
-        public void delete(String key) {
-          store.remove(key);
-        }
-      };
+      SegmentLoader.ChunkStore.of(store::get, store::remove);
 
   private static UserIds ids(long... values) {
     UserIds set = new UserIds();
