@@ -155,9 +155,9 @@ final class SegmentsCommand {
 
     @Override
     public Integer call() {
-      SendcapConfig config = options.load();
-      Policies policies = Policies.load(config.policiesFile());
-      SegmentRegistry registry = topic(config).read(policies.segmentNames()).registry();
+      OnTopic onTopic = OnTopic.read(options);
+      Policies policies = onTopic.policies();
+      SegmentRegistry registry = onTopic.registry();
       PrintWriter out = spec.commandLine().getOut();
       out.printf(
           "%-20s %8s %14s %14s  %-24s %s%n",
@@ -197,9 +197,9 @@ final class SegmentsCommand {
 
     @Override
     public Integer call() {
-      SendcapConfig config = options.load();
-      Policies policies = Policies.load(config.policiesFile());
-      SegmentRegistry registry = topic(config).read(policies.segmentNames()).registry();
+      OnTopic onTopic = OnTopic.read(options);
+      Policies policies = onTopic.policies();
+      SegmentRegistry registry = onTopic.registry();
       PrintWriter out = spec.commandLine().getOut();
       String winner = registry.segmentOf(userId);
       for (String name : policies.segmentNames()) {
@@ -246,9 +246,9 @@ final class SegmentsCommand {
 
     @Override
     public Integer call() {
-      SendcapConfig config = options.load();
-      Policies policies = Policies.load(config.policiesFile());
-      SegmentRegistry registry = topic(config).read(policies.segmentNames()).registry();
+      OnTopic onTopic = OnTopic.read(options);
+      Policies policies = onTopic.policies();
+      SegmentRegistry registry = onTopic.registry();
       PrintWriter out = spec.commandLine().getOut();
       Map<String, UserIds> ordered = new LinkedHashMap<>();
       for (String name : policies.segmentNames()) {
@@ -271,6 +271,15 @@ final class SegmentsCommand {
           "%d segments, %d overlaps, %d missing%n",
           registry.loaded().size(), overlaps.size(), missing.size());
       return missing.isEmpty() ? 0 : 1;
+    }
+  }
+
+  /** The policy file and the segments on the topic, read as an instance would at start-up. */
+  private record OnTopic(Policies policies, SegmentRegistry registry) {
+    static OnTopic read(ConfigOptions options) {
+      SendcapConfig config = options.load();
+      Policies policies = Policies.load(config.policiesFile());
+      return new OnTopic(policies, topic(config).read(policies.segmentNames()).registry());
     }
   }
 

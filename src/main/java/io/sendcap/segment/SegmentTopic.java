@@ -54,11 +54,15 @@ public final class SegmentTopic {
     this.topic = topic;
   }
 
-  /** What the topic holds: the segments at their newest complete version, and every chunk key. */
-  public record Contents(SegmentRegistry registry, Set<String> chunkKeys, long rejected) {
+  /**
+   * What the topic holds: the segments at their newest complete version (none if the read did not
+   * assemble them), every chunk key, and the newest manifest version of each segment.
+   */
+  public record Contents(
+      SegmentRegistry registry, Set<String> chunkKeys, Map<String, Long> manifestVersions) {
     /** The highest version of {@code segment} in the topic, complete or not; 0 if none. */
     public long highestVersion(String segment) {
-      long highest = registry.version(segment);
+      long highest = manifestVersions.getOrDefault(segment, 0L);
       for (String key : chunkKeys) {
         if (SegmentRecords.segmentOfChunk(key).equals(segment)) {
           highest = Math.max(highest, SegmentRecords.versionOfChunk(key));
@@ -101,14 +105,19 @@ public final class SegmentTopic {
    * @param priorityOrder the segments lookups check, first one first
    */
   public Contents read(List<String> priorityOrder) {
-    return read(priorityOrder, false);
+    return read(priorityOrder, false, true);
   }
 
-  private Contents read(List<String> priorityOrder, boolean awaitTopic) {
+  /**
+   * Reads the topic; with {@code assemble} false, only its keys and manifests, which is all a
+   * publisher needs to pick the next version and the chunks to delete.
+   */
+  private Contents read(List<String> priorityOrder, boolean awaitTopic, boolean assemble) {
     SegmentRegistry registry = new SegmentRegistry(priorityOrder);
     SegmentLoader loader = new SegmentLoader(registry);
     Map<String, byte[]> store = new HashMap<>();
     Set<String> chunkKeys = new HashSet<>();
+    Map<String, Long> manifestVersions = new HashMap<>();
     SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(store::get, store::remove);
     Properties props = new Properties();
     props.putAll(client);
@@ -135,10 +144,16 @@ public final class SegmentTopic {
             store.remove(r.key());
             chunkKeys.remove(r.key());
           } else if (!SegmentRecords.isManifestKey(r.key())) {
-            store.put(r.key(), r.value());
             chunkKeys.add(r.key());
+            if (assemble) {
+              store.put(r.key(), r.value());
+            }
+          } else {
+            noteManifest(r.key(), r.value(), manifestVersions);
           }
-          loader.onRecord(r.key(), r.value(), chunks);
+          if (assemble) {
+            loader.onRecord(r.key(), r.value(), chunks);
+          }
         }
       }
     } catch (org.apache.kafka.common.errors.TimeoutException e) {
@@ -147,7 +162,15 @@ public final class SegmentTopic {
       Thread.currentThread().interrupt();
       throw new SegmentTopicException("interrupted while reading " + topic, e);
     }
-    return new Contents(registry, chunkKeys, loader.rejected());
+    return new Contents(registry, chunkKeys, manifestVersions);
+  }
+
+  private static void noteManifest(String key, byte[] value, Map<String, Long> versions) {
+    try {
+      versions.merge(key, SegmentRecords.Manifest.fromJson(value).version(), Math::max);
+    } catch (IllegalArgumentException e) {
+      // not a manifest; the loader reports it when the topic is read to be used
+    }
   }
 
   /**
@@ -158,7 +181,7 @@ public final class SegmentTopic {
       String segment, UserIds ids, int chunkBytes, PrintStream progress) {
     SegmentRecords.requireName(segment);
     ensureExists();
-    Contents contents = read(List.of(), true);
+    Contents contents = read(List.of(), true, false);
     long version = contents.highestVersion(segment) + 1;
     List<SegmentRecords.Entry> entries =
         SegmentRecords.publish(segment, version, ids, chunkBytes, System.currentTimeMillis());

@@ -40,8 +40,6 @@ final class SegmentStoreProcessor implements Processor<String, byte[], Void, Voi
     } else {
       store.put(record.key(), record.value());
     }
-    synchronized (loader) {
-      loader.onRecord(record.key(), record.value(), chunks);
-    }
+    loader.onRecord(record.key(), record.value(), chunks);
   }
 }

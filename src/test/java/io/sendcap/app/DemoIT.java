@@ -3,29 +3,19 @@ package io.sendcap.app;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.util.List;
+import io.sendcap.testing.Cli;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /** {@code sendcap demo} as a newcomer runs it, on its own embedded Kafka and Redis. */
 class DemoIT {
   @Test
   void theDemoDecidesEverySendAndEndsWithAJsonSummary() throws Exception {
-    StringWriter out = new StringWriter();
-    CommandLine cli = Main.commandLine();
-    cli.setOut(new PrintWriter(out));
+    Cli.Result run =
+        Cli.run("demo", "--sends", "20000", "--users", "2000", "--poison-rate", "0.01", "--json");
 
-    int exit =
-        cli.execute(
-            "demo", "--sends", "20000", "--users", "2000", "--poison-rate", "0.01", "--json");
-
-    assertThat(exit).isZero();
-    List<String> lines = out.toString().lines().toList();
-    assertThat(lines).anyMatch(l -> l.startsWith("suppressed"));
-    JsonNode summary = new ObjectMapper().readTree(lines.get(lines.size() - 1));
+    assertThat(run.exit()).isZero();
+    assertThat(run.lines()).anyMatch(l -> l.startsWith("suppressed"));
+    JsonNode summary = run.lastLineJson();
     long sends = summary.get("sends").asLong();
     assertThat(sends).isEqualTo(20_000);
     assertThat(

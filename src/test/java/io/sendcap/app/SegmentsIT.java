@@ -12,12 +12,11 @@ import io.sendcap.segment.SegmentRecords;
 import io.sendcap.segment.SegmentTopic;
 import io.sendcap.segment.UserIds;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.testing.Cli;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -40,7 +39,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * Segments through a real broker with its default message size limit: published in chunks, loaded
@@ -243,12 +241,11 @@ class SegmentsIT {
     System.arraycopy(args, 0, all, 0, args.length);
     all[args.length] = "--config";
     all[args.length + 1] = dir.resolve("sendcap.properties").toString();
-    StringWriter out = new StringWriter();
-    CommandLine cli = Main.commandLine();
-    cli.setOut(new PrintWriter(out));
-    int code = cli.execute(all);
-    assertThat(code).as("exit code of %s; output %s", String.join(" ", args), out).isZero();
-    return out.toString();
+    Cli.Result result = Cli.run(all);
+    assertThat(result.exit())
+        .as("exit code of %s; output %s", String.join(" ", args), result.out())
+        .isZero();
+    return result.out();
   }
 
   private static long endOffset() {

@@ -3,24 +3,16 @@ package io.sendcap.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.sendcap.app.Main;
-import java.io.PrintWriter;
-import java.io.StringWriter;
+import io.sendcap.testing.Cli;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /** {@code sendcap bench limiter} run end to end with a small workload on an embedded Redis. */
 class LimiterBenchIT {
   @Test
   void everyFigureIsMeasuredAndPrintedAsJsonLast() throws Exception {
-    StringWriter out = new StringWriter();
-    CommandLine cli = Main.commandLine();
-    cli.setOut(new PrintWriter(out));
-
-    int exit =
-        cli.execute(
+    Cli.Result run =
+        Cli.run(
             "bench",
             "limiter",
             "--sends",
@@ -33,9 +25,8 @@ class LimiterBenchIT {
             "300",
             "--json");
 
-    assertThat(exit).isZero();
-    List<String> lines = out.toString().lines().toList();
-    JsonNode figures = new ObjectMapper().readTree(lines.get(lines.size() - 1));
+    assertThat(run.exit()).isZero();
+    JsonNode figures = run.lastLineJson();
     for (String key :
         List.of(
             "pipelined_per_s",
@@ -47,6 +38,6 @@ class LimiterBenchIT {
             "bytes_per_user")) {
       assertThat(figures.get(key).asDouble()).as(key).isPositive();
     }
-    assertThat(lines).anyMatch(l -> l.startsWith("sendcap ceiling / seed ceiling"));
+    assertThat(run.lines()).anyMatch(l -> l.startsWith("sendcap ceiling / seed ceiling"));
   }
 }

@@ -3,28 +3,19 @@ package io.sendcap.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.sendcap.app.Main;
-import java.io.PrintWriter;
-import java.io.StringWriter;
+import io.sendcap.testing.Cli;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /** {@code sendcap bench segments} run end to end on a small population and an embedded broker. */
 class SegmentsBenchIT {
   @Test
   void everyFigureIsMeasuredAndPrintedAsJsonLast() throws Exception {
-    StringWriter out = new StringWriter();
-    CommandLine cli = Main.commandLine();
-    cli.setOut(new PrintWriter(out));
+    Cli.Result run =
+        Cli.run("bench", "segments", "--users", "2000000", "--lookups", "20000", "--json");
 
-    int exit =
-        cli.execute("bench", "segments", "--users", "2000000", "--lookups", "20000", "--json");
-
-    assertThat(exit).isZero();
-    List<String> lines = out.toString().lines().toList();
-    JsonNode figures = new ObjectMapper().readTree(lines.get(lines.size() - 1));
+    assertThat(run.exit()).isZero();
+    JsonNode figures = run.lastLineJson();
     for (String key :
         List.of("roaring_bytes", "bloom_bytes", "lookup_median_ns", "lookup_p99_ns", "load_ms")) {
       assertThat(figures.get(key).asDouble()).as(key).isPositive();
