@@ -159,7 +159,9 @@ final class Demo {
         ScheduledSend send = blast.send(i);
         byte[] key = Long.toString(send.getUserId()).getBytes(StandardCharsets.UTF_8);
         byte[] value = poison ? Blast.poison(i) : serde.encode(send);
-        producer.send(new ProducerRecord<>(topic, key, value));
+        // Produced as the campaign engine would: at the send's scheduled time.
+        long timestamp = send.getScheduledAt().toEpochMilli();
+        producer.send(new ProducerRecord<>(topic, null, timestamp, key, value));
       }
       producer.flush();
     }

@@ -1,5 +1,7 @@
 package io.sendcap.app;
 
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.RedisConnector;
@@ -31,11 +33,25 @@ public final class SendcapApp implements AutoCloseable {
   private final RedisConnector redis;
   private final KafkaStreams streams;
   private final SegmentRegistry segments;
+  private final LimiterBackpressure backpressure;
+  private final MeterRegistry metrics;
 
-  private SendcapApp(RedisConnector redis, KafkaStreams streams, SegmentRegistry segments) {
+  private SendcapApp(
+      RedisConnector redis,
+      KafkaStreams streams,
+      SegmentRegistry segments,
+      LimiterBackpressure backpressure,
+      MeterRegistry metrics) {
     this.redis = redis;
     this.streams = streams;
     this.segments = segments;
+    this.backpressure = backpressure;
+    this.metrics = metrics;
+  }
+
+  /** Validates everything the application needs, then starts it, with metrics kept in memory. */
+  public static SendcapApp start(SendcapConfig config) {
+    return start(config, new SimpleMeterRegistry());
   }
 
   /**
@@ -46,18 +62,22 @@ public final class SendcapApp implements AutoCloseable {
    * the segments are in; if one is still missing after {@code segments.load.timeout.ms}, start-up
    * fails naming it.
    *
+   * @param metrics where the application's meters are registered
    * @throws StartupException if the topics, the segments or Redis are not there to use
    */
-  public static SendcapApp start(SendcapConfig config) {
+  public static SendcapApp start(SendcapConfig config, MeterRegistry metrics) {
     Policies policies = Policies.load(config.policiesFile());
     requireTopics(config);
     RedisConnector redis = connectRedis(config);
     SegmentRegistry segments = new SegmentRegistry(policies.segmentNames());
     Properties props = SendcapTopology.streamsProperties(config);
+    InstantSource clock = InstantSource.system();
+    LimiterBackpressure backpressure = new LimiterBackpressure(redis, clock, metrics);
     KafkaStreams streams =
         new KafkaStreams(
-            SendcapTopology.build(config, policies, segments, redis::open, InstantSource.system()),
+            SendcapTopology.build(config, policies, segments, redis::open, clock, backpressure),
             props);
+    backpressure.attach(streams);
     streams.setUncaughtExceptionHandler(
         e -> {
           LOG.error("stream thread failed; replacing it, its tasks resume from the last commit", e);
@@ -65,7 +85,7 @@ public final class SendcapApp implements AutoCloseable {
         });
     streams.pause();
     streams.start();
-    awaitSegments(config, segments, streams, redis);
+    awaitSegments(config, segments, streams, backpressure, redis);
     streams.resume();
     LOG.info(
         "sendcap started: {} -> {} | {}, DLQ {}; Redis {}{}, clock {}, failure mode {}",
@@ -77,11 +97,15 @@ public final class SendcapApp implements AutoCloseable {
         config.limiter().cluster() ? " (cluster)" : "",
         config.limiter().clock(),
         config.limiter().failureMode());
-    return new SendcapApp(redis, streams, segments);
+    return new SendcapApp(redis, streams, segments, backpressure, metrics);
   }
 
   private static void awaitSegments(
-      SendcapConfig config, SegmentRegistry segments, KafkaStreams streams, RedisConnector redis) {
+      SendcapConfig config,
+      SegmentRegistry segments,
+      KafkaStreams streams,
+      LimiterBackpressure backpressure,
+      RedisConnector redis) {
     List<String> missing;
     try {
       missing = segments.missing(segments.priorityOrder());
@@ -99,6 +123,7 @@ public final class SendcapApp implements AutoCloseable {
     }
     if (!missing.isEmpty()) {
       streams.close(Duration.ofSeconds(30));
+      backpressure.close();
       redis.close();
       throw new StartupException(
           "segment(s) "
@@ -165,11 +190,17 @@ public final class SendcapApp implements AutoCloseable {
     return redis;
   }
 
+  /** The application's meters. */
+  public MeterRegistry metrics() {
+    return metrics;
+  }
+
   /** Stops processing, committing what has been decided; undecided sends stay in the buffer. */
   @Override
   public void close() {
     LOG.info("sendcap stopping: committing what is decided; undecided sends stay buffered");
     boolean stopped = streams.close(Duration.ofSeconds(60));
+    backpressure.close();
     redis.close();
     if (stopped) {
       LOG.info("sendcap stopped");

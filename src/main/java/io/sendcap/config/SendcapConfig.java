@@ -1,5 +1,6 @@
 package io.sendcap.config;
 
+import io.sendcap.avro.ScheduledSend;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -14,6 +15,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import org.apache.avro.Schema;
+import org.apache.avro.SchemaParseException;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.StreamsConfig;
 
@@ -32,6 +35,10 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param limiter the settings of the Redis limiter
  * @param batch when a task's micro-batch is flushed
  * @param avroSerde {@code single-object}, or the class name of a Kafka {@code Serde} for Avro
+ * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
+ *     the {@code single-object} serde; a registry-backed serde finds them itself)
+ * @param maxSkew how far a send's {@code scheduledAt} may lie from its record's timestamp; a send
+ *     beyond it goes to the dead-letter topic
  */
 public record SendcapConfig(
     Properties streams,
@@ -40,7 +47,9 @@ public record SendcapConfig(
     Duration segmentsLoadTimeout,
     Limiter limiter,
     Batch batch,
-    String avroSerde) {
+    String avroSerde,
+    List<Schema> writerSchemas,
+    Duration maxSkew) {
 
   /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
   public static final String SINGLE_OBJECT = "single-object";
@@ -94,8 +103,6 @@ public record SendcapConfig(
    * @param keyPrefix the prefix of every key sendcap writes
    * @param timeout how long one pipelined batch may take before Redis counts as unreachable
    * @param failureMode what happens while Redis is unreachable
-   * @param blockTimeout in block mode, how long a flush retries before the stream thread is
-   *     restarted (the batch is kept in the changelogged buffer and decided after the restart)
    * @param clock which time decisions are made at
    * @param idempotencyRetention how long a logged send is kept at least, even when it has left
    *     every window, so that a replay of it within this time is recognised and not counted again
@@ -107,7 +114,6 @@ public record SendcapConfig(
       String keyPrefix,
       Duration timeout,
       FailureMode failureMode,
-      Duration blockTimeout,
       Clock clock,
       Duration idempotencyRetention,
       int sendsPerCall) {
@@ -152,7 +158,6 @@ public record SendcapConfig(
             r.string("cap.redis.key-prefix", "s"),
             r.millis("cap.redis.timeout.ms", 5_000),
             r.choice("cap.redis.failure-mode", FailureMode.BLOCK),
-            r.millis("cap.redis.block.timeout.ms", 240_000),
             r.choice("cap.clock", Clock.WALL),
             r.millis("cap.idempotency.retention.ms", 86_400_000),
             r.intRange("cap.redis.sends-per-call", 16, 1, 1000));
@@ -162,9 +167,12 @@ public record SendcapConfig(
     Path policies = Path.of(r.string("policies.file", "config/policies.yaml"));
     Duration segments = r.millis("segments.load.timeout.ms", 120_000);
     String serde = r.string("avro.serde", SINGLE_OBJECT);
+    List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
+    Duration maxSkew = r.millis("cap.max-skew.ms", 604_800_000);
     Properties streams = r.streams();
     r.problems.throwIfAny();
-    return new SendcapConfig(streams, topics, policies, segments, limiter, batch, serde);
+    return new SendcapConfig(
+        streams, topics, policies, segments, limiter, batch, serde, writerSchemas, maxSkew);
   }
 
   /** Reads typed values, recording a problem for each invalid one and for unknown own keys. */
@@ -180,7 +188,8 @@ public record SendcapConfig(
             "cap.redis.key-prefix",
             "cap.redis.timeout.ms",
             "cap.redis.failure-mode",
-            "cap.redis.block.timeout.ms",
+            "cap.max-skew.ms",
+            "avro.writer-schemas",
             "cap.clock",
             "cap.idempotency.retention.ms",
             "cap.redis.sends-per-call",
@@ -284,6 +293,26 @@ public record SendcapConfig(
       } catch (URISyntaxException e) {
         return false;
       }
+    }
+
+    /** Parses a comma-separated list of {@code .avsc} files; empty when the key is not set. */
+    List<Schema> schemas(String key) {
+      String value = props.getProperty(key, "").trim();
+      List<Schema> schemas = new ArrayList<>();
+      for (String file : value.isEmpty() ? new String[0] : value.split(",")) {
+        try {
+          Schema schema = new Schema.Parser().parse(Path.of(file.trim()).toFile());
+          if (schema.getFullName().equals(ScheduledSend.SCHEMA$.getFullName())) {
+            schemas.add(schema);
+          } else {
+            problems.add(
+                key, file.trim(), "schemas of " + ScheduledSend.SCHEMA$.getFullName() + " only");
+          }
+        } catch (IOException | SchemaParseException e) {
+          problems.add(key, file.trim(), "readable Avro schema files (.avsc): " + e.getMessage());
+        }
+      }
+      return List.copyOf(schemas);
     }
 
     Properties streams() {

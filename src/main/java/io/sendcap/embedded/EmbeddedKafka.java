@@ -219,6 +219,9 @@ public final class EmbeddedKafka implements AutoCloseable {
         Map.entry("group.initial.rebalance.delay.ms", "0"),
         Map.entry("num.partitions", "1"),
         Map.entry("auto.create.topics.enable", "false"),
+        // Sends carry their scheduled time as record timestamp, weeks back for a replayed or
+        // generated blast; time-based retention would delete such records as they arrive.
+        Map.entry("log.retention.ms", "-1"),
         // The log cleaner allocates this buffer up front; Kafka's default is 128 MiB.
         Map.entry("log.cleaner.dedupe.buffer.size", "2097152"));
   }

@@ -17,6 +17,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -48,6 +51,7 @@ public final class RedisConnector implements AutoCloseable {
   private final LongAdder decisions = new LongAdder();
   private final LongAdder flushes = new LongAdder();
   private final LongAdder reloads = new LongAdder();
+  private final Set<RedisSlidingLog> open = ConcurrentHashMap.newKeySet();
 
   private RedisConnector(SendcapConfig.Limiter settings) {
     this.settings = settings;
@@ -101,7 +105,31 @@ public final class RedisConnector implements AutoCloseable {
       throw new LimiterUnavailableException(
           "cannot connect to Redis at " + settings.uris() + ": " + e.getMessage(), e);
     }
-    return new RedisSlidingLog(connection, this);
+    RedisSlidingLog log = new RedisSlidingLog(connection, this);
+    open.add(log);
+    return log;
+  }
+
+  void closed(RedisSlidingLog log) {
+    open.remove(log);
+  }
+
+  /**
+   * Checks that sends can be decided again: Redis answers a PING (the server, or every cluster
+   * master) over a connection of its own, and every task's connection has reconnected.
+   *
+   * @throws LimiterUnavailableException if a node cannot be reached or does not answer, or a task's
+   *     connection is still down
+   */
+  public void ping() {
+    try (RedisSlidingLog probe = open()) {
+      probe.ping();
+    }
+    long down = open.stream().filter(log -> !log.isConnected()).count();
+    if (down > 0) {
+      throw new LimiterUnavailableException(
+          "Redis answers, " + down + " task connection(s) still reconnecting", null);
+    }
   }
 
   /**
@@ -118,6 +146,11 @@ public final class RedisConnector implements AutoCloseable {
       }
     }
     return connection;
+  }
+
+  /** The Redis URIs this connector was configured with. */
+  public List<String> uris() {
+    return settings.uris();
   }
 
   SendcapConfig.Limiter settings() {

@@ -1,5 +1,6 @@
 package io.sendcap.limit;
 
+import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
@@ -7,6 +8,7 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.sendcap.config.SendcapConfig;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -153,6 +155,30 @@ public final class RedisSlidingLog implements CapStore {
     }
   }
 
+  /**
+   * Sends a PING to every node this connection writes to: the server, or every cluster master.
+   *
+   * @throws LimiterUnavailableException if one does not answer
+   */
+  void ping() {
+    connection.setAutoFlushCommands(true);
+    try {
+      if (connection instanceof StatefulRedisClusterConnection<?, ?> cluster) {
+        for (RedisClusterNode node : cluster.getPartitions()) {
+          if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)) {
+            cluster.getConnection(node.getUri().getHost(), node.getUri().getPort()).sync().ping();
+          }
+        }
+      } else {
+        ((StatefulRedisConnection<?, ?>) connection).sync().ping();
+      }
+    } catch (RedisException e) {
+      throw unavailable("PING", e);
+    } finally {
+      connection.setAutoFlushCommands(false);
+    }
+  }
+
   private void flush(int calls, int decisions) {
     connection.flushCommands();
     connector.recordFlush(calls, decisions);
@@ -199,8 +225,14 @@ public final class RedisSlidingLog implements CapStore {
         cause);
   }
 
+  /** Whether the connection is up (Lettuce reconnects a lost one on its own). */
+  boolean isConnected() {
+    return connection.isOpen();
+  }
+
   @Override
   public void close() {
+    connector.closed(this);
     connection.close();
   }
 }

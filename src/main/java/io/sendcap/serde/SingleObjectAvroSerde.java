@@ -2,8 +2,17 @@ package io.sendcap.serde;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.avro.AvroRuntimeException;
+import org.apache.avro.AvroTypeException;
 import org.apache.avro.Schema;
+import org.apache.avro.SchemaNormalization;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericDatumReader;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.avro.message.BinaryMessageEncoder;
 import org.apache.avro.specific.SpecificData;
@@ -26,9 +35,14 @@ import org.apache.kafka.common.serialization.Serializer;
  * @param <T> the generated record class
  */
 public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Serde<T> {
+  /** The marker and the fingerprint before the binary record. */
+  private static final int HEADER_BYTES = 10;
+
   private final String name;
+  private final Schema schema;
   private final BinaryMessageEncoder<T> encoder;
   private final BinaryMessageDecoder<T> decoder;
+  private final Map<Long, Schema> writerSchemas = new ConcurrentHashMap<>();
 
   /** Creates a serde of records of a class generated from {@code schemas/}. */
   public SingleObjectAvroSerde(Class<T> type) {
@@ -36,6 +50,7 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
     SpecificData model = SpecificData.getForClass(type);
     Schema schema = model.getSchema(type);
     this.name = schema.getFullName();
+    this.schema = schema;
     this.encoder = new BinaryMessageEncoder<>(model, schema);
     this.decoder = new BinaryMessageDecoder<>(model, schema);
   }
@@ -60,6 +75,7 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
    */
   public void addWriterSchema(Schema writerSchema) {
     decoder.addSchema(writerSchema);
+    writerSchemas.put(SchemaNormalization.parsingFingerprint64(writerSchema), writerSchema);
   }
 
   /** Encodes a record; a null record stays null. */
@@ -84,10 +100,52 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
     }
     try {
       return decoder.decode(bytes);
+    } catch (AvroTypeException e) {
+      throw new SerializationException(
+          "a " + name + " whose values sendcap's schema cannot hold: " + explain(bytes, e), e);
     } catch (IOException | AvroRuntimeException e) {
       throw new SerializationException(
           "not a " + name + " in Avro single-object encoding: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * Names the field of a record written with another version of the schema that cannot be read into
+   * this one: a null where this schema has no null, or an enum symbol it does not have.
+   */
+  private String explain(byte[] bytes, AvroTypeException e) {
+    Schema writer =
+        bytes.length < HEADER_BYTES
+            ? null
+            : writerSchemas.get(
+                ByteBuffer.wrap(bytes, 2, 8).order(ByteOrder.LITTLE_ENDIAN).getLong());
+    if (writer == null) {
+      return e.getMessage();
+    }
+    GenericRecord record;
+    try {
+      record =
+          new GenericDatumReader<GenericRecord>(writer)
+              .read(
+                  null,
+                  DecoderFactory.get()
+                      .binaryDecoder(bytes, HEADER_BYTES, bytes.length - HEADER_BYTES, null));
+    } catch (IOException | AvroRuntimeException unreadable) {
+      return e.getMessage();
+    }
+    for (Schema.Field field : schema.getFields()) {
+      Object value = writer.getField(field.name()) == null ? null : record.get(field.name());
+      Schema type = field.schema();
+      if (value == null && !type.isNullable() && !field.hasDefaultValue()) {
+        return field.name() + " is missing";
+      }
+      if (value instanceof GenericData.EnumSymbol symbol
+          && type.getType() == Schema.Type.ENUM
+          && !type.hasEnumSymbol(symbol.toString())) {
+        return field.name() + " " + symbol + " is not one of " + type.getEnumSymbols();
+      }
+    }
+    return e.getMessage();
   }
 
   @Override

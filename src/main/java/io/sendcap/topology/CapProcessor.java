@@ -42,10 +42,14 @@ import org.slf4j.LoggerFactory;
  * is flushed when it holds {@code batch.max.records} sends, and by a wall-clock punctuator once its
  * oldest send has waited {@code batch.max.wait.ms}. Deciding a send twice is harmless: the limiter
  * is idempotent by message id.
+ *
+ * <p>A send with invalid values fails {@code process()} with an {@link InvalidSendException}, which
+ * {@link InvalidSendHandler} sends to the dead-letter topic. While the limiter is unreachable under
+ * {@code cap.redis.failure-mode=block}, sends stay in the buffer and {@link Backpressure} holds
+ * them back (the application pauses its input) until the limiter answers again.
  */
 final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], SpecificRecord> {
   private static final Logger LOG = LoggerFactory.getLogger(CapProcessor.class);
-  private static final long MAX_BACKOFF_MS = 5_000;
 
   private final SendcapConfig config;
   private final SegmentIndex segments;
@@ -54,6 +58,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private final Supplier<CapStore> capStores;
   private final InstantSource wallClock;
   private final String storeName;
+  private final Backpressure backpressure;
+  private final SendValidator validator;
   private TreeMap<Long, PendingSend> pending = new TreeMap<>();
   private InFlight inFlight;
 
@@ -68,6 +74,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       SegmentIndex segments,
       Supplier<CapStore> capStores,
       InstantSource wallClock,
+      Backpressure backpressure,
       String storeName) {
     this.config = config;
     this.segments = segments;
@@ -76,6 +83,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     this.capStores = capStores;
     this.wallClock = wallClock;
     this.storeName = storeName;
+    this.backpressure = backpressure;
+    this.validator = new SendValidator(config.maxSkew());
   }
 
   @Override
@@ -103,6 +112,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
             .orElseThrow(() -> new IllegalStateException("a send without input offset"))
             .offset();
     ScheduledSend send = record.value();
+    validator.check(send, record.timestamp());
     String segment = segments.segmentOf(send.getUserId());
     PendingSend entry =
         new PendingSend(
@@ -140,10 +150,14 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
 
   /**
    * Forwards the batch in flight, if any, then submits the pending sends and keeps them in flight
-   * while the next batch fills: Redis decides one batch while this thread reads the next.
+   * while the next batch fills: Redis decides one batch while this thread reads the next. While the
+   * limiter is unreachable in block mode, the sends stay pending instead.
    */
   private void flush() {
     complete();
+    if (backpressure.holding()) {
+      return;
+    }
     long now = wallClock.millis();
     TreeMap<Long, PendingSend> sends = pending;
     pending = new TreeMap<>();
@@ -169,7 +183,12 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     }
   }
 
-  /** Waits for the batch in flight, forwards its outputs in input order and drops its sends. */
+  /**
+   * Waits for the batch in flight and forwards its outputs in input order, then drops its sends
+   * from the buffer. If the limiter could not be reached, {@code cap.redis.failure-mode} decides:
+   * under {@code block} the sends go back to the pending ones, in offset order, to be submitted
+   * again once the limiter answers.
+   */
   private void complete() {
     if (inFlight == null) {
       return;
@@ -179,8 +198,21 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     List<Decision> decisions;
     try {
       decisions = batch.decisions().await();
+      if (!batch.requests().isEmpty()) {
+        backpressure.answered();
+      }
     } catch (LimiterUnavailableException e) {
-      decisions = decide(batch.requests());
+      if (config.limiter().failureMode() == SendcapConfig.FailureMode.BLOCK) {
+        pending.putAll(batch.sends());
+        backpressure.unavailable(e, pending.size());
+        return;
+      }
+      LOG.warn(
+          "limiter unavailable, {} sends decided by failure mode {}: {}",
+          batch.requests().size(),
+          config.limiter().failureMode(),
+          e.getMessage());
+      decisions = null;
     }
     forward(batch.sends(), decisions, batch.now());
   }
@@ -194,7 +226,6 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       if (send.getTransactional()) {
         out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
       } else if (decisions == null) {
-        next++;
         out = unavailable(send, p.getSegment(), decidedAt);
       } else {
         out = Outcomes.of(send, policyOf(p.getSegment()), decisions.get(next++), decidedAt);
@@ -231,48 +262,6 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     return config.limiter().failureMode() == SendcapConfig.FailureMode.ALLOW
         ? Outcomes.delivery(send, segment, decidedAt, true)
         : Outcomes.unavailable(send, segment, decidedAt);
-  }
-
-  /**
-   * Asks the cap store, applying {@code cap.redis.failure-mode} while it cannot be reached.
-   *
-   * @return the decisions, or null if the store is unreachable and the mode is allow or suppress
-   */
-  private List<Decision> decide(List<CapRequest> requests) {
-    long deadline = wallClock.millis() + config.limiter().blockTimeout().toMillis();
-    long backoff = 100;
-    while (true) {
-      try {
-        return capStore.decide(requests);
-      } catch (LimiterUnavailableException e) {
-        if (config.limiter().failureMode() != SendcapConfig.FailureMode.BLOCK) {
-          LOG.warn(
-              "limiter unavailable, {} sends decided by failure mode: {}",
-              requests.size(),
-              e.getMessage());
-          return null;
-        }
-        if (wallClock.millis() >= deadline) {
-          throw e;
-        }
-        LOG.warn(
-            "limiter unavailable, {} sends wait; retrying in {} ms: {}",
-            requests.size(),
-            backoff,
-            e.getMessage());
-        sleep(backoff);
-        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
-      }
-    }
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new LimiterUnavailableException("interrupted while waiting for Redis", e);
-    }
   }
 
   private static byte[] key(PendingSend p) {

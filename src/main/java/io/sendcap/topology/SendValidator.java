@@ -2,38 +2,55 @@ package io.sendcap.topology;
 
 import io.sendcap.avro.ScheduledSend;
 import java.time.DateTimeException;
+import java.time.Duration;
+import java.time.Instant;
 import java.time.ZoneId;
-import org.apache.kafka.common.errors.SerializationException;
-import org.apache.kafka.common.serialization.Deserializer;
 
 /**
- * Reads input sends and rejects the ones sendcap cannot decide, so that they reach the dead-letter
- * topic with the reason instead of stopping the pipeline.
+ * Checks the values of a send that could be read, so that one sendcap cannot decide reaches the
+ * dead-letter topic with the reason instead of stopping the pipeline.
+ *
+ * <p>Bytes that are not Avro, or Avro of a schema sendcap does not know or cannot resolve to its
+ * own (an unknown channel, a missing messageId), fail earlier, in the deserializer.
  */
-final class SendValidator implements Deserializer<ScheduledSend> {
-  private final Deserializer<ScheduledSend> avro;
+final class SendValidator {
+  private final long maxSkewMs;
 
-  SendValidator(Deserializer<ScheduledSend> avro) {
-    this.avro = avro;
+  SendValidator(Duration maxSkew) {
+    this.maxSkewMs = maxSkew.toMillis();
   }
 
-  @Override
-  public ScheduledSend deserialize(String topic, byte[] bytes) {
-    if (bytes == null) {
-      throw new SerializationException("record has no value (a tombstone is not a send)");
+  /**
+   * Checks one send.
+   *
+   * @param send the send, null for a record without a value
+   * @param recordTimestamp the timestamp of the record that carried it
+   * @throws InvalidSendException naming the first invalid value
+   */
+  void check(ScheduledSend send, long recordTimestamp) {
+    if (send == null) {
+      throw new InvalidSendException("record has no value (a tombstone is not a send)");
     }
-    ScheduledSend send = avro.deserialize(topic, bytes);
     if (send.getMessageId().isBlank()) {
-      throw new SerializationException("messageId is empty");
+      throw new InvalidSendException("messageId is empty");
     }
     if (send.getUserId() < 0) {
-      throw new SerializationException("userId " + send.getUserId() + " is negative");
+      throw new InvalidSendException("userId " + send.getUserId() + " is negative");
     }
     if (send.getUserTimeZone() != null && !isZone(send.getUserTimeZone())) {
-      throw new SerializationException(
+      throw new InvalidSendException(
           "userTimeZone \"" + send.getUserTimeZone() + "\" is not a time zone id");
     }
-    return send;
+    long scheduledAt = send.getScheduledAt().toEpochMilli();
+    if (scheduledAt > recordTimestamp + maxSkewMs || scheduledAt < recordTimestamp - maxSkewMs) {
+      throw new InvalidSendException(
+          "scheduledAt "
+              + send.getScheduledAt()
+              + " is more than cap.max-skew.ms="
+              + maxSkewMs
+              + " from the record's timestamp "
+              + Instant.ofEpochMilli(recordTimestamp));
+    }
   }
 
   private static boolean isZone(String id) {

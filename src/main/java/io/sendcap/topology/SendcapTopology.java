@@ -58,21 +58,23 @@ public final class SendcapTopology {
    *     to date from the {@code segments} topic
    * @param capStores opens a cap store for each task
    * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
+   * @param backpressure what holds sends back while the limiter is unreachable in block mode
    */
   public static Topology build(
       SendcapConfig config,
       Policies policies,
       SegmentRegistry segments,
       Supplier<CapStore> capStores,
-      InstantSource wallClock) {
+      InstantSource wallClock,
+      Backpressure backpressure) {
     Map<String, Object> props = new HashMap<>();
     config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
     Serde<ScheduledSend> sends = AvroSerdes.of(ScheduledSend.class, config.avroSerde(), props);
+    if (sends instanceof SingleObjectAvroSerde<ScheduledSend> singleObject) {
+      config.writerSchemas().forEach(singleObject::addWriterSchema);
+    }
     Serde<Delivery> deliveries = AvroSerdes.of(Delivery.class, config.avroSerde(), props);
     Serde<Suppression> suppressions = AvroSerdes.of(Suppression.class, config.avroSerde(), props);
-    Serde<ScheduledSend> validated =
-        Serdes.serdeFrom(sends.serializer(), new SendValidator(sends.deserializer()));
-
     StoreBuilder<?> pendingStore =
         Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore(PENDING_STORE),
@@ -84,7 +86,7 @@ public final class SendcapTopology {
           @Override
           public Processor<byte[], ScheduledSend, byte[], SpecificRecord> get() {
             return new CapProcessor(
-                config, policies, segments, capStores, wallClock, PENDING_STORE);
+                config, policies, segments, capStores, wallClock, backpressure, PENDING_STORE);
           }
 
           @Override
@@ -104,7 +106,7 @@ public final class SendcapTopology {
         topics.segments(),
         Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("segments"),
         () -> new SegmentStoreProcessor(loader, SEGMENT_STORE));
-    builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), validated).withName("sends"))
+    builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), sends).withName("sends"))
         .process(decide, Named.as("decide"))
         .split(Named.as("decision-"))
         .branch(
@@ -131,7 +133,7 @@ public final class SendcapTopology {
 
   /**
    * The Kafka Streams properties to run the topology with: the configured ones, plus the
-   * dead-letter topic for records that cannot be read.
+   * dead-letter topic for records that cannot be read or hold invalid values.
    */
   public static Properties streamsProperties(SendcapConfig config) {
     Properties props = new Properties();
@@ -139,6 +141,9 @@ public final class SendcapTopology {
     props.put(
         StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
         LogAndContinueExceptionHandler.class.getName());
+    props.put(
+        StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
+        InvalidSendHandler.class.getName());
     props.put(
         StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, config.topics().deadLetters());
     return props;

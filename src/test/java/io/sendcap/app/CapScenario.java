@@ -25,6 +25,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -39,6 +40,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -119,10 +121,11 @@ final class CapScenario {
       long user = 1 + random.nextInt(users);
       if (kind < poison) {
         records.add(
-            record(topic, user, ("poison-" + seed + "-" + i).getBytes(StandardCharsets.UTF_8)));
+            new ProducerRecord<>(
+                topic, key(user), ("poison-" + seed + "-" + i).getBytes(StandardCharsets.UTF_8)));
       } else if (kind < poison + resent && !sent.isEmpty()) {
         ScheduledSend again = sent.get(random.nextInt(sent.size()));
-        records.add(record(topic, again.getUserId(), sends.encode(again)));
+        records.add(record(topic, again, sends.encode(again)));
       } else {
         ScheduledSend send =
             ScheduledSend.newBuilder()
@@ -135,14 +138,23 @@ final class CapScenario {
                 .setTransactional(random.nextInt(100) == 0)
                 .build();
         sent.add(send);
-        records.add(record(topic, user, sends.encode(send)));
+        records.add(record(topic, send, sends.encode(send)));
       }
     }
     return records;
   }
 
-  private static ProducerRecord<byte[], byte[]> record(String topic, long user, byte[] value) {
-    return new ProducerRecord<>(topic, Long.toString(user).getBytes(StandardCharsets.UTF_8), value);
+  /**
+   * The record of a send as the campaign engine produces it: keyed by user, at its scheduled time.
+   */
+  private static ProducerRecord<byte[], byte[]> record(
+      String topic, ScheduledSend send, byte[] value) {
+    return new ProducerRecord<>(
+        topic, null, send.getScheduledAt().toEpochMilli(), key(send.getUserId()), value);
+  }
+
+  private static byte[] key(long user) {
+    return Long.toString(user).getBytes(StandardCharsets.UTF_8);
   }
 
   /** Produces the records, idempotently, and waits until the broker has them all. */
@@ -168,9 +180,20 @@ final class CapScenario {
     return ids;
   }
 
-  private String idOf(byte[] value) {
+  /**
+   * The id of an input or output record's value: the message id of a send sendcap's schema can
+   * read, the text of a {@code poison-} value, else the value itself in Base64.
+   */
+  String idOf(byte[] value) {
     String text = new String(value, StandardCharsets.UTF_8);
-    return text.startsWith("poison-") ? text : sends.decode(value).getMessageId();
+    if (text.startsWith("poison-")) {
+      return text;
+    }
+    try {
+      return sends.decode(value).getMessageId();
+    } catch (SerializationException e) {
+      return "unreadable:" + Base64.getEncoder().encodeToString(value);
+    }
   }
 
   /** The sends among the records, in order. */
@@ -194,7 +217,7 @@ final class CapScenario {
         Suppression s = suppressions.decode(r.value());
         outcomes.add(new Outcome(s.getSend().getMessageId(), false, s));
       } else {
-        outcomes.add(new Outcome(new String(r.value(), StandardCharsets.UTF_8), false, "DLQ"));
+        outcomes.add(new Outcome(idOf(r.value()), false, "DLQ"));
       }
     }
     return outcomes;

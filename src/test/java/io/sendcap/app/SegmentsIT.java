@@ -285,6 +285,8 @@ class SegmentsIT {
         producer.send(
             new ProducerRecord<>(
                 "campaign-sends",
+                null,
+                s.getScheduledAt().toEpochMilli(),
                 Long.toString(user).getBytes(StandardCharsets.UTF_8),
                 SENDS.encode(s)));
       }

@@ -3,10 +3,13 @@ package io.sendcap.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Properties;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class SendcapConfigTest {
   @Test
@@ -17,19 +20,25 @@ class SendcapConfigTest {
     assertThat(fromFile.limiter()).isEqualTo(defaults.limiter());
     assertThat(fromFile.batch()).isEqualTo(defaults.batch());
     assertThat(fromFile.streams()).isEqualTo(defaults.streams());
+    assertThat(fromFile.maxSkew()).isEqualTo(defaults.maxSkew()).isEqualTo(Duration.ofDays(7));
+    assertThat(fromFile.writerSchemas()).isEqualTo(defaults.writerSchemas()).isEmpty();
     assertThat(defaults.streams().getProperty("processing.guarantee")).isEqualTo("exactly_once_v2");
     assertThat(defaults.batch()).isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50)));
     assertThat(defaults.limiter().failureMode()).isEqualTo(SendcapConfig.FailureMode.BLOCK);
   }
 
   @Test
-  void badValuesAreAllReportedNamingKeyValueAndWhatIsAllowed() {
+  void badValuesAreAllReportedNamingKeyValueAndWhatIsAllowed(@TempDir Path dir) throws IOException {
+    Path other = dir.resolve("Other.avsc");
+    Files.writeString(other, "{\"type\": \"record\", \"name\": \"Other\", \"fields\": []}");
     Properties p = new Properties();
     p.setProperty("cap.redis.failure-mode", "ignore");
     p.setProperty("batch.max.records", "0");
     p.setProperty("cap.redis.uri", "localhost:6379");
     p.setProperty("cap.clok", "event");
     p.setProperty("processing.guarantee", "exactly_twice");
+    p.setProperty("cap.max-skew.ms", "-1");
+    p.setProperty("avro.writer-schemas", other + ",no/such.avsc");
 
     InvalidConfigException e =
         catchThrowableOfType(
@@ -41,7 +50,14 @@ class SendcapConfigTest {
             "cap.redis.failure-mode=\"ignore\" is invalid: one of block, allow, suppress",
             "batch.max.records=\"0\" is invalid: a whole number from 1 to 100000",
             "cap.redis.uri=\"localhost:6379\" is invalid: redis://host:port or rediss://host:port,"
-                + " comma-separated");
+                + " comma-separated",
+            "cap.max-skew.ms=\"-1\" is invalid: a whole number from 1 to 2147483647",
+            "avro.writer-schemas=\""
+                + other
+                + "\" is invalid: schemas of"
+                + " io.sendcap.avro.ScheduledSend only");
+    assertThat(e.problems())
+        .anySatisfy(m -> assertThat(m).startsWith("avro.writer-schemas=\"no/such.avsc\""));
     assertThat(e.problems())
         .anySatisfy(m -> assertThat(m).contains("exactly_twice").contains("processing.guarantee"));
   }

@@ -85,6 +85,8 @@ public final class TestKafka implements AutoCloseable {
           .setConfigProp("transaction.state.log.min.isr", "1")
           .setConfigProp("transaction.state.log.num.partitions", "1")
           .setConfigProp("group.initial.rebalance.delay.ms", "0")
+          // Test blasts carry scheduled times weeks back as record timestamps; keep them.
+          .setConfigProp("log.retention.ms", "-1")
           .build();
     } catch (Exception e) {
       throw failure("Could not build the Kafka test cluster", e);

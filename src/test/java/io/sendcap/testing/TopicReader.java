@@ -4,10 +4,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -29,9 +31,12 @@ public final class TopicReader implements AutoCloseable {
             new ByteArrayDeserializer());
     List<TopicPartition> partitions = new ArrayList<>();
     for (String topic : topics) {
-      consumer
-          .partitionsFor(topic)
-          .forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
+      List<PartitionInfo> infos = consumer.partitionsFor(topic);
+      if (infos.isEmpty()) {
+        consumer.close();
+        throw new IllegalStateException("topic " + topic + " has no partitions (yet)");
+      }
+      infos.forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
     }
     consumer.assign(partitions);
     consumer.seekToBeginning(partitions);
@@ -47,6 +52,23 @@ public final class TopicReader implements AutoCloseable {
       if (System.nanoTime() > deadline) {
         throw new AssertionError(
             "read " + records.size() + " of " + count + " records within " + timeout);
+      }
+      consumer.poll(Duration.ofMillis(200)).forEach(records::add);
+    }
+    return List.copyOf(records);
+  }
+
+  /**
+   * Polls until the records read so far satisfy {@code done}, or fails after {@code timeout} with
+   * how many were read.
+   */
+  public List<ConsumerRecord<byte[], byte[]>> awaitUntil(
+      String what, Duration timeout, Predicate<List<ConsumerRecord<byte[], byte[]>>> done) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!done.test(records)) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError(
+            "read " + records.size() + " records within " + timeout + ", but not " + what);
       }
       consumer.poll(Duration.ofMillis(200)).forEach(records::add);
     }

@@ -9,17 +9,27 @@ import io.sendcap.avro.Suppression;
 import io.sendcap.avro.SuppressionReason;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.CapStore;
+import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.SlidingLogModel;
 import io.sendcap.segment.SegmentRecords;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.segment.UserIds;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.testing.NewerSchema;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -30,6 +40,7 @@ import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.test.TestRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class SendcapTopologyTest {
   private static final Instant T0 = Instant.parse("2026-11-02T09:00:00Z");
@@ -60,7 +71,13 @@ class SendcapTopologyTest {
   private TestOutputTopic<byte[], byte[]> dlq;
 
   private void start(int batchRecords) {
+    start(batchRecords, new Properties(), () -> model, Backpressure.NONE);
+  }
+
+  private void start(
+      int batchRecords, Properties extra, Supplier<CapStore> store, Backpressure backpressure) {
     Properties props = new Properties();
+    props.putAll(extra);
     props.setProperty("bootstrap.servers", "unused:9092");
     props.setProperty("cap.clock", "event");
     // TopologyTestDriver drops dead-letter records under exactly_once_v2; PipelineIT checks them
@@ -78,8 +95,9 @@ class SendcapTopologyTest {
                 config,
                 policies,
                 new SegmentRegistry(policies.segmentNames()),
-                () -> model,
-                InstantSource.fixed(T0)),
+                store,
+                InstantSource.fixed(T0),
+                backpressure),
             SendcapTopology.streamsProperties(config));
     TestInputTopic<String, byte[]> segments =
         driver.createInputTopic("segments", new StringSerializer(), new ByteArraySerializer());
@@ -109,9 +127,12 @@ class SendcapTopologyTest {
         .build();
   }
 
+  /** Pipes a send as the campaign engine produces it: at its scheduled time. */
   private void pipe(ScheduledSend s) {
     input.pipeInput(
-        String.valueOf(s.getUserId()).getBytes(StandardCharsets.UTF_8), sends.encode(s));
+        String.valueOf(s.getUserId()).getBytes(StandardCharsets.UTF_8),
+        sends.encode(s),
+        s.getScheduledAt());
   }
 
   /**
@@ -211,6 +232,101 @@ class SendcapTopologyTest {
     assertThat(header(dead.get(2), "__streams.errors.message"))
         .isEqualTo("userTimeZone \"Mars/Olympus\" is not a time zone id");
     assertThat(deliveredIds()).containsExactly("ok");
+  }
+
+  @Test
+  void sendsWithValuesSendcapCannotUseGoToTheDeadLetterTopicWithTheReason(@TempDir Path dir)
+      throws IOException {
+    Path avsc = dir.resolve("ScheduledSend-v2.avsc");
+    Files.writeString(avsc, NewerSchema.SCHEMA.toString(true));
+    Properties props = new Properties();
+    props.setProperty("avro.writer-schemas", avsc.toString());
+    props.setProperty("cap.max-skew.ms", String.valueOf(Duration.ofDays(1).toMillis()));
+    start(1, props, () -> model, Backpressure.NONE);
+
+    input.pipeInput(key(1), NewerSchema.encode("w1", "c1", 1, "WHATSAPP", T0), T0);
+    input.pipeInput(key(1), NewerSchema.encode(null, "c1", 1, "EMAIL", T0), T0);
+    input.pipeInput(key(1), NewerSchema.encode("v2-ok", "c1", 1, "EMAIL", T0), T0);
+    input.pipeInput(key(1), (byte[]) null, T0);
+    ScheduledSend late = send("late", 1, Duration.ZERO);
+    input.pipeInput(key(1), sends.encode(late), T0.plus(Duration.ofDays(2)));
+    input.pipeInput(key(1), sends.encode(send("skewed-ok", 1, Duration.ZERO)), T0.plusSeconds(1));
+
+    settle();
+    List<String> reasons =
+        dlq.readRecordsToList().stream().map(r -> header(r, "__streams.errors.message")).toList();
+    assertThat(reasons).hasSize(4);
+    String cannotHold =
+        "a io.sendcap.avro.ScheduledSend whose values sendcap's schema cannot hold: ";
+    assertThat(reasons.get(0))
+        .isEqualTo(cannotHold + "channel WHATSAPP is not one of [EMAIL, PUSH, SMS, IN_APP]");
+    assertThat(reasons.get(1)).isEqualTo(cannotHold + "messageId is missing");
+    assertThat(reasons.get(2)).isEqualTo("record has no value (a tombstone is not a send)");
+    assertThat(reasons.get(3))
+        .isEqualTo(
+            "scheduledAt 2026-11-02T09:00:00Z is more than cap.max-skew.ms=86400000 from the"
+                + " record's timestamp 2026-11-04T09:00:00Z");
+    assertThat(deliveredIds()).containsExactly("v2-ok", "skewed-ok");
+  }
+
+  private static byte[] key(long user) {
+    return String.valueOf(user).getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void inBlockModeSendsWaitWhileTheLimiterIsUnreachableAndAreDecidedInOrderOnceItAnswers() {
+    AtomicBoolean down = new AtomicBoolean(true);
+    AtomicBoolean holding = new AtomicBoolean();
+    List<String> events = new ArrayList<>();
+    CapStore flaky =
+        new CapStore() {
+          @Override
+          public Pending submit(List<CapRequest> requests) {
+            if (down.get()) {
+              throw new LimiterUnavailableException("connection refused", null);
+            }
+            return model.submit(requests);
+          }
+
+          @Override
+          public void close() {}
+        };
+    Backpressure recorder =
+        new Backpressure() {
+          @Override
+          public boolean holding() {
+            return holding.get();
+          }
+
+          @Override
+          public void unavailable(LimiterUnavailableException cause, int waiting) {
+            holding.set(true);
+            events.add("unavailable " + waiting);
+          }
+
+          @Override
+          public void answered() {
+            events.add("answered");
+          }
+        };
+    start(2, new Properties(), () -> flaky, recorder);
+
+    pipe(send("a", 1, Duration.ZERO));
+    pipe(send("b", 1, Duration.ofHours(1)));
+    pipe(send("c", 1, Duration.ofHours(2)));
+    pipe(send("d", 2, Duration.ZERO));
+    settle();
+    assertThat(delivered.isEmpty() && suppressed.isEmpty())
+        .as("nothing decided while down")
+        .isTrue();
+    assertThat(events).as("the first batch failed; all four wait").containsExactly("unavailable 4");
+
+    down.set(false);
+    holding.set(false);
+    settle();
+    assertThat(deliveredIds()).containsExactly("a", "b", "d");
+    assertThat(suppressions.decode(suppressed.readValue()).getSend().getMessageId()).isEqualTo("c");
+    assertThat(events).containsExactly("unavailable 4", "answered");
   }
 
   @Test

@@ -1,0 +1,147 @@
+package io.sendcap.app;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.limit.LimiterUnavailableException;
+import io.sendcap.limit.RedisConnector;
+import io.sendcap.topology.Backpressure;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.streams.KafkaStreams;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The application's {@link Backpressure} under {@code cap.redis.failure-mode=block}: while Redis
+ * cannot be reached, Kafka Streams is paused (no input is read and nothing is decided; the waiting
+ * sends stay in the changelogged buffer and their offsets commit with them), Redis is probed with
+ * backoff, and processing resumes once every node answers a PING.
+ *
+ * <p>An outage lasts from the first batch the limiter could not decide to the next one it did. Its
+ * start and end are logged, a reminder every {@link #REMINDER_INTERVAL} in between, and the gauge
+ * {@code sendcap.limiter.unavailable} is 1 during it; {@code sendcap.limiter.outages} counts them.
+ */
+final class LimiterBackpressure implements Backpressure, AutoCloseable {
+  /** How often a continuing outage is logged again. */
+  static final Duration REMINDER_INTERVAL = Duration.ofSeconds(30);
+
+  private static final Logger LOG = LoggerFactory.getLogger(LimiterBackpressure.class);
+  private static final long FIRST_PROBE_MS = 100;
+  private static final long MAX_PROBE_MS = 1_000;
+
+  private final RedisConnector redis;
+  private final InstantSource clock;
+  private final Counter outages;
+  private final ScheduledExecutorService prober =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "sendcap-redis-probe");
+            t.setDaemon(true);
+            return t;
+          });
+  private KafkaStreams streams;
+  private volatile boolean holding;
+  private volatile long outageSince = -1;
+  private long lastLogged;
+
+  LimiterBackpressure(RedisConnector redis, InstantSource clock, MeterRegistry metrics) {
+    this.redis = redis;
+    this.clock = clock;
+    this.outages =
+        Counter.builder("sendcap.limiter.outages")
+            .description("Times Redis became unreachable while sends waited (block mode)")
+            .register(metrics);
+    Gauge.builder("sendcap.limiter.unavailable", this, b -> b.outageSince >= 0 ? 1 : 0)
+        .description("1 while sends wait for an unreachable Redis (block mode), else 0")
+        .register(metrics);
+  }
+
+  /** Sets the Kafka Streams instance to pause and resume; before it starts. */
+  synchronized void attach(KafkaStreams streams) {
+    this.streams = streams;
+  }
+
+  @Override
+  public boolean holding() {
+    return holding;
+  }
+
+  @Override
+  public synchronized void unavailable(LimiterUnavailableException cause, int waiting) {
+    long now = clock.millis();
+    if (outageSince < 0) {
+      outageSince = now;
+      lastLogged = now;
+      outages.increment();
+      LOG.warn(
+          "Redis at {} is unreachable ({}); processing paused, {} sends wait in the buffer and"
+              + " nothing is lost; probing Redis until it answers",
+          redis.uris(),
+          cause.getMessage(),
+          waiting);
+    }
+    if (!holding) {
+      holding = true;
+      streams.pause();
+      prober.schedule(() -> probe(FIRST_PROBE_MS), FIRST_PROBE_MS, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  @Override
+  public void answered() {
+    if (outageSince >= 0) {
+      ended();
+    }
+  }
+
+  private synchronized void ended() {
+    if (outageSince >= 0) {
+      LOG.info(
+          "Redis at {} decides sends again after {} s unreachable; processing resumed",
+          redis.uris(),
+          (clock.millis() - outageSince) / 1000);
+      outageSince = -1;
+    }
+  }
+
+  private void probe(long delayMs) {
+    try {
+      redis.ping();
+      resume();
+    } catch (LimiterUnavailableException e) {
+      remind(e);
+      long next = Math.min(delayMs * 2, MAX_PROBE_MS);
+      prober.schedule(() -> probe(next), next, TimeUnit.MILLISECONDS);
+    } catch (RuntimeException e) {
+      LOG.error("probing Redis failed unexpectedly; resuming processing to try the limiter", e);
+      resume();
+    }
+  }
+
+  private synchronized void resume() {
+    holding = false;
+    streams.resume();
+    LOG.debug("Redis at {} answers a PING; processing resumed", redis.uris());
+  }
+
+  private synchronized void remind(LimiterUnavailableException e) {
+    long now = clock.millis();
+    if (outageSince >= 0 && now - lastLogged >= REMINDER_INTERVAL.toMillis()) {
+      lastLogged = now;
+      LOG.warn(
+          "Redis at {} still unreachable after {} s ({}); processing stays paused",
+          redis.uris(),
+          (now - outageSince) / 1000,
+          e.getMessage());
+    }
+  }
+
+  @Override
+  public void close() {
+    prober.shutdownNow();
+  }
+}

@@ -1,0 +1,22 @@
+package io.sendcap.topology;
+
+import org.apache.kafka.streams.errors.ErrorHandlerContext;
+import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
+import org.apache.kafka.streams.processor.api.Record;
+
+/**
+ * The processing exception handler of the topology: a send that was read but is invalid goes to the
+ * dead-letter topic, with the reason in its headers, and processing continues; any other exception
+ * fails the stream thread, so that a bug is not mistaken for bad input.
+ */
+public final class InvalidSendHandler extends LogAndContinueProcessingExceptionHandler {
+  /** Creates the handler; Kafka Streams configures it with the dead-letter topic. */
+  public InvalidSendHandler() {}
+
+  @Override
+  public Response handleError(ErrorHandlerContext context, Record<?, ?> record, Exception e) {
+    return e instanceof InvalidSendException
+        ? super.handleError(context, record, e)
+        : Response.fail();
+  }
+}
