@@ -2,13 +2,14 @@ package io.sendcap.app;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /** {@code sendcap demo}: a generated campaign blast through embedded Kafka and Redis. */
@@ -21,41 +22,30 @@ import picocli.CommandLine.Spec;
 final class DemoCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
 
-  @Option(names = "--sends", description = "Sends in the blast (default: ${DEFAULT-VALUE}).")
-  int sends = 1_000_000;
-
-  @Option(names = "--users", description = "Users the sends go to (default: ${DEFAULT-VALUE}).")
-  int users = 200_000;
-
-  @Option(
-      names = "--partitions",
-      description = "Partitions of each topic (default: ${DEFAULT-VALUE}).")
-  int partitions = 4;
+  @Mixin BlastOptions blast;
 
   @Option(
       names = "--poison-rate",
       description = "Share of records that are not Avro, for the DLQ (default: ${DEFAULT-VALUE}).")
   double poisonRate = 0.001;
 
-  @Option(names = "--seed", description = "Random seed of the blast (default: ${DEFAULT-VALUE}).")
-  long seed = 42;
-
-  @Option(
-      names = "--policies",
-      description = "Policy file (default: config/policies.yaml under the sendcap directory).")
-  Path policies = Path.of(System.getProperty("sendcap.home", "."), "config", "policies.yaml");
-
   @Option(names = "--json", description = "Also print the summary as one JSON line, last.")
   boolean json;
 
   @Override
   public Integer call() throws Exception {
-    if (sends < 1 || users < 1 || partitions < 1 || poisonRate < 0 || poisonRate >= 1) {
-      throw new picocli.CommandLine.ParameterException(
-          spec.commandLine(),
-          "--sends, --users and --partitions must be positive and --poison-rate in [0, 1)");
+    blast.validate(spec);
+    if (poisonRate < 0 || poisonRate >= 1) {
+      throw new ParameterException(spec.commandLine(), "--poison-rate must be in [0, 1)");
     }
-    Demo.Options options = new Demo.Options(sends, users, partitions, poisonRate, seed, policies);
+    Demo.Options options =
+        new Demo.Options(
+            blast.sends(),
+            blast.users(),
+            blast.partitions(),
+            poisonRate,
+            blast.seed(),
+            blast.policies());
     Demo.Result result = new Demo(options, System.err).run();
     PrintWriter out = spec.commandLine().getOut();
     printTable(out, result);
@@ -74,7 +64,7 @@ final class DemoCommand implements Callable<Integer> {
     t.allowed.forEach((segment, n) -> row(out, "  " + segment, String.format("%,d", n)));
     row(out, "suppressed", String.format("%,d", t.suppressedTotal()));
     t.suppressed.forEach((key, n) -> row(out, "  " + key, String.format("%,d", n)));
-    row(out, "dead letters (DLQ)", String.format("%,d", t.deadLetters));
+    row(out, "dead letters (DLQ)", String.format("%,d", t.deadLetters()));
     row(out, "elapsed", String.format("%.1f s", r.elapsedMs() / 1000.0));
     row(out, "sends/s", String.format("%,.0f", r.sendsPerSecond()));
     row(out, "sends decided per Redis round trip", String.format("%.1f", r.decisionsPerFlush()));
@@ -90,7 +80,7 @@ final class DemoCommand implements Callable<Integer> {
     m.put("sends", r.sends());
     m.put("allowed", r.tally().allowedTotal());
     m.put("suppressed", r.tally().suppressedTotal());
-    m.put("dlq", r.tally().deadLetters);
+    m.put("dlq", r.tally().deadLetters());
     m.put("elapsed_ms", r.elapsedMs());
     m.put("sends_per_s", Math.round(r.sendsPerSecond()));
     m.put("decisions_per_round_trip", Math.round(r.decisionsPerFlush() * 10) / 10.0);

@@ -11,12 +11,12 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.errors.TopicExistsException;
 
-/** Creates sendcap's topics on a broker, for {@code demo} and {@code embedded}. */
-final class KafkaTopics {
+/** Creates sendcap's topics on a broker, for {@code demo}, {@code embedded} and the benches. */
+public final class KafkaTopics {
   private KafkaTopics() {}
 
   /** Creates the topics that do not exist yet, each with {@code partitions} partitions. */
-  static void create(String bootstrapServers, int partitions, List<String> names) {
+  public static void create(String bootstrapServers, int partitions, List<String> names) {
     Map<String, Object> conf = Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
     try (Admin admin = Admin.create(conf)) {
       List<NewTopic> topics =

@@ -1,30 +1,26 @@
 package io.sendcap.app;
 
-import io.sendcap.avro.Delivery;
-import io.sendcap.avro.Suppression;
-import io.sendcap.config.SendcapConfig;
-import io.sendcap.serde.SingleObjectAvroSerde;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
-/** Reads sendcap's three output topics from the beginning, committed records only, into a tally. */
-final class OutputReader implements AutoCloseable {
+/**
+ * A reader of every partition of some topics from the beginning, committed records only ({@code
+ * read_committed}), as raw bytes.
+ */
+public final class OutputReader implements AutoCloseable {
   private final KafkaConsumer<byte[], byte[]> consumer;
-  private final SendcapConfig.Topics topics;
-  private final SingleObjectAvroSerde<Delivery> deliveries =
-      new SingleObjectAvroSerde<>(Delivery.class);
-  private final SingleObjectAvroSerde<Suppression> suppressions =
-      new SingleObjectAvroSerde<>(Suppression.class);
 
-  OutputReader(String bootstrapServers, SendcapConfig.Topics topics) {
-    this.topics = topics;
+  /** Opens a reader of {@code topics}, which must exist, positioned at their beginning. */
+  public OutputReader(String bootstrapServers, List<String> topics) {
     this.consumer =
         new KafkaConsumer<>(
             Map.of(
@@ -37,7 +33,7 @@ final class OutputReader implements AutoCloseable {
             new ByteArrayDeserializer(),
             new ByteArrayDeserializer());
     List<TopicPartition> partitions = new ArrayList<>();
-    for (String topic : List.of(topics.deliveries(), topics.suppressed(), topics.deadLetters())) {
+    for (String topic : topics) {
       consumer
           .partitionsFor(topic)
           .forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
@@ -46,17 +42,11 @@ final class OutputReader implements AutoCloseable {
     consumer.seekToBeginning(partitions);
   }
 
-  /** Reads what arrived within {@code wait} into the tally. */
-  void poll(Tally tally, Duration wait) {
-    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(wait)) {
-      if (r.topic().equals(topics.deliveries())) {
-        tally.add(deliveries.decode(r.value()));
-      } else if (r.topic().equals(topics.suppressed())) {
-        tally.add(suppressions.decode(r.value()));
-      } else {
-        tally.deadLetters++;
-      }
-    }
+  /** Hands what arrives within {@code wait} to {@code each} and returns how many records it was. */
+  public int poll(Duration wait, Consumer<ConsumerRecord<byte[], byte[]>> each) {
+    ConsumerRecords<byte[], byte[]> records = consumer.poll(wait);
+    records.forEach(each);
+    return records.count();
   }
 
   @Override

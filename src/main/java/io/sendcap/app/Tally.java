@@ -2,31 +2,67 @@ package io.sendcap.app;
 
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.Suppression;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 
-/** Counts of decided sends: allowed by segment, suppressed by segment and reason, dead letters. */
+/**
+ * Counts of the sends decided on sendcap's output topics: allowed by segment, suppressed by segment
+ * and reason, and dead letters.
+ */
 final class Tally {
   final Map<String, Long> allowed = new TreeMap<>();
   final Map<String, Long> suppressed = new TreeMap<>();
-  long deadLetters;
+  private final SendcapConfig.Topics topics;
+  private final SingleObjectAvroSerde<Delivery> deliveries =
+      new SingleObjectAvroSerde<>(Delivery.class);
+  private final SingleObjectAvroSerde<Suppression> suppressions =
+      new SingleObjectAvroSerde<>(Suppression.class);
+  private long deadLetters;
 
-  void add(Delivery d) {
-    allowed.merge(d.getSegment(), 1L, Long::sum);
+  /** Creates an empty tally of records read from {@code topics}. */
+  Tally(SendcapConfig.Topics topics) {
+    this.topics = topics;
   }
 
-  void add(Suppression s) {
-    suppressed.merge(s.getSegment() + " / " + s.getReason(), 1L, Long::sum);
+  /** The topics a tally counts the records of: deliveries, suppressed and dead letters. */
+  static List<String> topics(SendcapConfig.Topics topics) {
+    return List.of(topics.deliveries(), topics.suppressed(), topics.deadLetters());
   }
 
+  /** Counts one record of the deliveries, suppressed or dead-letter topic. */
+  void add(ConsumerRecord<byte[], byte[]> record) {
+    if (record.topic().equals(topics.deliveries())) {
+      allowed.merge(deliveries.decode(record.value()).getSegment(), 1L, Long::sum);
+    } else if (record.topic().equals(topics.suppressed())) {
+      Suppression s = suppressions.decode(record.value());
+      suppressed.merge(s.getSegment() + " / " + s.getReason(), 1L, Long::sum);
+    } else if (record.topic().equals(topics.deadLetters())) {
+      deadLetters++;
+    } else {
+      throw new IllegalArgumentException("not an output topic of sendcap: " + record.topic());
+    }
+  }
+
+  /** The sends allowed. */
   long allowedTotal() {
     return allowed.values().stream().mapToLong(Long::longValue).sum();
   }
 
+  /** The sends suppressed. */
   long suppressedTotal() {
     return suppressed.values().stream().mapToLong(Long::longValue).sum();
   }
 
+  /** The records on the dead-letter topic. */
+  long deadLetters() {
+    return deadLetters;
+  }
+
+  /** Every record counted. */
   long total() {
     return allowedTotal() + suppressedTotal() + deadLetters;
   }

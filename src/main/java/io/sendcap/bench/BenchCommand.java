@@ -7,5 +7,9 @@ import picocli.CommandLine.Command;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = "Measures sendcap's performance; each subcommand prints one table from one run.",
-    subcommands = {LimiterBenchCommand.class, SegmentsBenchCommand.class})
+    subcommands = {
+      LimiterBenchCommand.class,
+      SegmentsBenchCommand.class,
+      PipelineBenchCommand.class
+    })
 public final class BenchCommand {}

@@ -1,0 +1,181 @@
+package io.sendcap.app;
+
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.segment.SegmentTopic;
+import io.sendcap.segment.UserIds;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * A generated campaign blast driven against a broker: the segments of its users published, its
+ * sends produced, and the records they lead to awaited on output topics, with a progress bar.
+ *
+ * <p>Shared by {@code demo} and {@code bench pipeline}. Two drivers with the same options produce
+ * the same records, byte for byte.
+ */
+public final class BlastDriver {
+  /** How long awaiting output tolerates no new record before it gives up. */
+  public static final Duration STALL_LIMIT = Duration.ofMinutes(2);
+
+  private static final Duration POLL_WAIT = Duration.ofMillis(200);
+
+  private final int sends;
+  private final int users;
+  private final double poisonRate;
+  private final long seed;
+  private final PrintStream progress;
+
+  /**
+   * Creates a driver of {@code sends} sends to {@code users} users, a share {@code poisonRate} of
+   * them not Avro at all; {@code progress} receives what is happening.
+   */
+  public BlastDriver(int sends, int users, double poisonRate, long seed, PrintStream progress) {
+    this.sends = sends;
+    this.users = users;
+    this.poisonRate = poisonRate;
+    this.seed = seed;
+    this.progress = progress;
+  }
+
+  /**
+   * The properties a blast runs sendcap with on embedded servers: the event clock (decisions do not
+   * depend on when the blast runs) and batches of 1,000 sends; everything else at its default.
+   */
+  public static Properties appProperties(
+      String applicationId,
+      String bootstrapServers,
+      String redisUri,
+      Path stateDir,
+      Path policiesFile) {
+    Properties p = new Properties();
+    p.setProperty("bootstrap.servers", bootstrapServers);
+    p.setProperty("application.id", applicationId);
+    p.setProperty("state.dir", stateDir.toString());
+    p.setProperty("cap.redis.uri", redisUri);
+    p.setProperty("cap.clock", "event");
+    p.setProperty("batch.max.records", "1000");
+    p.setProperty("policies.file", policiesFile.toString());
+    return p;
+  }
+
+  /** Publishes the segments: the generated users spread evenly over them and over none. */
+  public void publishSegments(List<String> names, String bootstrapServers, String topic) {
+    List<UserIds> segments = new ArrayList<>();
+    names.forEach(n -> segments.add(new UserIds()));
+    for (long u = Blast.FIRST_USER; u < Blast.FIRST_USER + users; u++) {
+      int segment = Blast.segmentIndex(u, names.size());
+      if (segment >= 0) {
+        segments.get(segment).add(u);
+      }
+    }
+    Properties client = new Properties();
+    client.setProperty("bootstrap.servers", bootstrapServers);
+    SegmentTopic segmentTopic = new SegmentTopic(client, topic);
+    for (int i = 0; i < names.size(); i++) {
+      segments.get(i).optimize();
+      segmentTopic.publish(
+          names.get(i), segments.get(i), SegmentTopic.DEFAULT_CHUNK_BYTES, progress);
+    }
+  }
+
+  /** Produces the blast to {@code topic} on a thread of the common pool; see {@link #produce}. */
+  public CompletableFuture<Long> produceAsync(String bootstrapServers, String topic) {
+    return CompletableFuture.supplyAsync(() -> produce(bootstrapServers, topic));
+  }
+
+  /**
+   * Produces every record of the blast to {@code topic}, key = user id, and returns the bytes of
+   * the keys and values produced.
+   */
+  public long produce(String bootstrapServers, String topic) {
+    Blast blast = new Blast(sends, users, poisonRate, seed);
+    SingleObjectAvroSerde<ScheduledSend> serde = new SingleObjectAvroSerde<>(ScheduledSend.class);
+    Map<String, Object> conf =
+        Map.of(
+            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+            bootstrapServers,
+            ProducerConfig.LINGER_MS_CONFIG,
+            10,
+            ProducerConfig.BATCH_SIZE_CONFIG,
+            256 * 1024,
+            ProducerConfig.COMPRESSION_TYPE_CONFIG,
+            "lz4");
+    long bytes = 0;
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(conf, new ByteArraySerializer(), new ByteArraySerializer())) {
+      for (int i = 0; i < sends; i++) {
+        boolean poison = blast.nextIsPoison();
+        ScheduledSend send = blast.send(i);
+        byte[] key = Long.toString(send.getUserId()).getBytes(StandardCharsets.UTF_8);
+        byte[] value = poison ? Blast.poison(i) : serde.encode(send);
+        // Produced as the campaign engine would: at the send's scheduled time.
+        long timestamp = send.getScheduledAt().toEpochMilli();
+        producer.send(new ProducerRecord<>(topic, null, timestamp, key, value));
+        bytes += key.length + value.length;
+      }
+      producer.flush();
+    }
+    return bytes;
+  }
+
+  /**
+   * Reads records from {@code reader} into {@code each} until one per send has arrived, showing
+   * progress as {@code task}.
+   *
+   * @throws java.util.concurrent.CompletionException if producing failed
+   * @throws IllegalStateException if no record arrives for {@link #STALL_LIMIT}
+   */
+  public void awaitOnePerSend(
+      String task,
+      OutputReader reader,
+      Consumer<ConsumerRecord<byte[], byte[]>> each,
+      CompletableFuture<?> produced) {
+    long arrived = 0;
+    long lastArrival = System.nanoTime();
+    try (ProgressBar bar =
+        new ProgressBarBuilder()
+            .setTaskName(task)
+            .setInitialMax(sends)
+            .setConsumer(new ConsoleProgressBarConsumer(progress))
+            .showSpeed()
+            .build()) {
+      while (arrived < sends) {
+        if (produced.isCompletedExceptionally()) {
+          produced.join();
+        }
+        int polled = reader.poll(POLL_WAIT, each);
+        arrived += polled;
+        bar.stepTo(arrived);
+        if (polled > 0) {
+          lastArrival = System.nanoTime();
+        } else if (System.nanoTime() - lastArrival > STALL_LIMIT.toNanos()) {
+          throw new IllegalStateException(
+              "no record for "
+                  + STALL_LIMIT.toMinutes()
+                  + " minutes after "
+                  + arrived
+                  + " ("
+                  + task
+                  + ")");
+        }
+      }
+    }
+  }
+}

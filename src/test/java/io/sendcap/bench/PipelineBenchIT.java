@@ -1,0 +1,67 @@
+package io.sendcap.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.sendcap.testing.Cli;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code sendcap bench pipeline} run end to end with a small blast, on its own embedded broker and
+ * Redis. Only that every figure is there and every send accounted for is checked, never a rate.
+ */
+class PipelineBenchIT {
+  @Test
+  void bothRunsAccountForEverySendAndTheFiguresArePrintedAsJsonLast() {
+    Cli.Result run = Cli.run("bench", "pipeline", "--sends", "20000", "--users", "2000", "--json");
+
+    assertThat(run.exit()).isZero();
+    assertThat(run.lines()).anyMatch(l -> l.startsWith("capped / pass-through"));
+    assertEverySendAccountedFor(run.lastLineJson(), 20_000);
+  }
+
+  @Test
+  void twoInstancesCapAgainstARedisCluster() {
+    Cli.Result run =
+        Cli.run(
+            "bench",
+            "pipeline",
+            "--sends",
+            "10000",
+            "--users",
+            "2000",
+            "--instances",
+            "2",
+            "--redis-cluster-nodes",
+            "3",
+            "--json");
+
+    assertThat(run.exit()).isZero();
+    JsonNode figures = run.lastLineJson();
+    assertEverySendAccountedFor(figures, 10_000);
+    assertThat(figures.get("instances").asInt()).isEqualTo(2);
+    assertThat(figures.get("redis_cluster_nodes").asInt()).isEqualTo(3);
+  }
+
+  @Test
+  void aClusterOfTwoNodesIsRefused() {
+    Cli.Result run = Cli.run("bench", "pipeline", "--redis-cluster-nodes", "2");
+
+    assertThat(run.exit()).isEqualTo(2);
+  }
+
+  private static void assertEverySendAccountedFor(JsonNode figures, long sends) {
+    assertThat(figures.get("sends").asLong()).isEqualTo(sends);
+    assertThat(
+            figures.get("allowed").asLong()
+                + figures.get("suppressed").asLong()
+                + figures.get("dlq").asLong())
+        .isEqualTo(sends);
+    assertThat(figures.get("suppressed").asLong()).isPositive();
+    assertThat(figures.get("passthrough_records").asLong()).isEqualTo(sends);
+    assertThat(figures.get("capped_per_s").asDouble()).isPositive();
+    assertThat(figures.get("passthrough_per_s").asDouble()).isPositive();
+    assertThat(figures.get("decisions_per_round_trip").asDouble()).isPositive();
+    assertThat(figures.get("peak_heap_bytes").asLong()).isPositive();
+  }
+}
