@@ -2,6 +2,7 @@ package io.sendcap.bench;
 
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.EmbeddedRedisCluster;
+import java.util.function.DoubleSupplier;
 
 /**
  * The Redis a benchmark caps against: one embedded standalone {@code redis-server}, or an embedded
@@ -12,11 +13,13 @@ final class BenchRedis implements AutoCloseable {
   static final int MIN_CLUSTER_NODES = 3;
 
   private final Runnable stop;
+  private final DoubleSupplier cpuSeconds;
   private final String uri;
   private final int clusterNodes;
 
-  private BenchRedis(Runnable stop, String uri, int clusterNodes) {
+  private BenchRedis(Runnable stop, DoubleSupplier cpuSeconds, String uri, int clusterNodes) {
     this.stop = stop;
+    this.cpuSeconds = cpuSeconds;
     this.uri = uri;
     this.clusterNodes = clusterNodes;
   }
@@ -30,7 +33,7 @@ final class BenchRedis implements AutoCloseable {
   static BenchRedis start(int clusterNodes) {
     if (clusterNodes == 0) {
       EmbeddedRedis redis = EmbeddedRedis.start();
-      return new BenchRedis(redis::close, redis.uri(), 0);
+      return new BenchRedis(redis::close, redis::cpuSeconds, redis.uri(), 0);
     }
     if (clusterNodes < MIN_CLUSTER_NODES) {
       throw new IllegalArgumentException(
@@ -40,12 +43,18 @@ final class BenchRedis implements AutoCloseable {
               + clusterNodes);
     }
     EmbeddedRedisCluster cluster = EmbeddedRedisCluster.start(clusterNodes);
-    return new BenchRedis(cluster::close, String.join(",", cluster.uris()), clusterNodes);
+    return new BenchRedis(
+        cluster::close, cluster::cpuSeconds, String.join(",", cluster.uris()), clusterNodes);
   }
 
   /** The value of {@code cap.redis.uri}: one URI, or every master's, comma-separated. */
   String uri() {
     return uri;
+  }
+
+  /** The CPU time the server, or every node added up, has used so far. */
+  double cpuSeconds() {
+    return cpuSeconds.getAsDouble();
   }
 
   /** The value of {@code cap.redis.cluster}. */

@@ -10,6 +10,7 @@ import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.TempDirs;
 import io.sendcap.topology.SendcapTopology;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,10 +51,24 @@ final class PipelineBench {
       long seed,
       Path policiesFile) {}
 
-  /** One timed run: records read from its output topics, bytes produced to its input. */
-  record Run(long records, long inputBytes, long elapsedMs) {
+  /**
+   * One timed run: records read from its output topics, bytes produced to its input, and the CPU
+   * time used meanwhile by this JVM (broker, instances, producer, reader) and by Redis.
+   */
+  record Run(
+      long records, long inputBytes, long elapsedMs, double jvmCpuSeconds, double redisCpuSeconds) {
     double perSecond() {
       return records * 1000.0 / Math.max(1, elapsedMs);
+    }
+
+    /** JVM CPU time per record, in microseconds. */
+    double jvmCpuMicrosPerRecord() {
+      return jvmCpuSeconds * 1e6 / Math.max(1, records);
+    }
+
+    /** Redis CPU time per record, in microseconds. */
+    double redisCpuMicrosPerRecord() {
+      return redisCpuSeconds * 1e6 / Math.max(1, records);
     }
   }
 
@@ -130,8 +145,9 @@ final class PipelineBench {
           options.users(),
           options.partitions(),
           options.instances());
-      Capped cappedRun = runCapped(capped, bootstrap);
-      Run passthrough = runPassthrough(configs(PASSTHROUGH_ID, bootstrap, redis, work), bootstrap);
+      Capped cappedRun = runCapped(capped, bootstrap, redis);
+      Run passthrough =
+          runPassthrough(configs(PASSTHROUGH_ID, bootstrap, redis, work), bootstrap, redis);
       return new Result(cappedRun, passthrough, redis.describe(), PeakMemory.now());
     } finally {
       TempDirs.delete(work);
@@ -156,7 +172,7 @@ final class PipelineBench {
     return configs;
   }
 
-  private Capped runCapped(List<SendcapConfig> configs, String bootstrap) {
+  private Capped runCapped(List<SendcapConfig> configs, String bootstrap, BenchRedis redis) {
     SendcapConfig.Topics t = configs.get(0).topics();
     List<SendcapApp> apps = new ArrayList<>();
     try {
@@ -168,7 +184,7 @@ final class PipelineBench {
       List<Integer> split = awaitSplit(CAPPED_ID, t.input(), bootstrap);
       List<String> outputs = List.of(t.deliveries(), t.suppressed(), t.deadLetters());
       TopicCounts counts = new TopicCounts();
-      Run run = timed("capped", t.input(), outputs, counts, bootstrap);
+      Run run = timed("capped", t.input(), outputs, counts, bootstrap, redis);
       return new Capped(
           run,
           split,
@@ -184,7 +200,7 @@ final class PipelineBench {
     }
   }
 
-  private Run runPassthrough(List<SendcapConfig> configs, String bootstrap) {
+  private Run runPassthrough(List<SendcapConfig> configs, String bootstrap, BenchRedis redis) {
     List<KafkaStreams> instances = new ArrayList<>();
     try {
       for (SendcapConfig config : configs) {
@@ -202,7 +218,8 @@ final class PipelineBench {
           PASSTHROUGH_INPUT,
           List.of(PASSTHROUGH_OUTPUT),
           new TopicCounts(),
-          bootstrap);
+          bootstrap,
+          redis);
     } finally {
       progress.println("stopping the pass-through instance(s)");
       instances.forEach(s -> s.close(CLOSE_TIMEOUT));
@@ -228,14 +245,32 @@ final class PipelineBench {
    * read from {@code outputs} into {@code counts}. The reader is opened before the clock starts.
    */
   private Run timed(
-      String task, String input, List<String> outputs, TopicCounts counts, String bootstrap) {
+      String task,
+      String input,
+      List<String> outputs,
+      TopicCounts counts,
+      String bootstrap,
+      BenchRedis redis) {
     try (OutputReader reader = new OutputReader(bootstrap, outputs)) {
+      double redisCpu = redis.cpuSeconds();
+      long jvmCpu = jvmCpuNanos();
       long start = System.nanoTime();
       CompletableFuture<Long> produced = blast.produceAsync(bootstrap, input);
       blast.awaitOnePerSend(task, reader, counts, produced);
       long elapsedMs = (System.nanoTime() - start) / 1_000_000;
-      return new Run(counts.total(), produced.join(), elapsedMs);
+      return new Run(
+          counts.total(),
+          produced.join(),
+          elapsedMs,
+          (jvmCpuNanos() - jvmCpu) / 1e9,
+          redis.cpuSeconds() - redisCpu);
     }
+  }
+
+  /** The CPU time this JVM has used, every thread of it. */
+  private static long jvmCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
   }
 
   /**

@@ -105,6 +105,17 @@ final class PipelineBenchCommand implements Callable<Integer> {
     both(out, "elapsed, s", seconds(capped.elapsedMs()), seconds(passthrough.elapsedMs()));
     both(
         out,
+        "JVM CPU per record, us",
+        oneDecimal(capped.jvmCpuMicrosPerRecord()),
+        oneDecimal(passthrough.jvmCpuMicrosPerRecord()));
+    both(
+        out,
+        "Redis CPU per record, us",
+        oneDecimal(capped.redisCpuMicrosPerRecord()),
+        oneDecimal(passthrough.redisCpuMicrosPerRecord()));
+    out.println("  the JVM runs the broker, the instances, the producer and the reader");
+    both(
+        out,
         "records read from the output topics",
         whole(capped.records()),
         whole(passthrough.records()));
@@ -151,6 +162,10 @@ final class PipelineBenchCommand implements Callable<Integer> {
     out.printf("%-40s %14s%n", label, value);
   }
 
+  private static double round1(double v) {
+    return Math.round(v * 10) / 10.0;
+  }
+
   private static String oneDecimal(double v) {
     return String.format("%.1f", v);
   }
@@ -174,6 +189,9 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("ratio", Math.round(r.ratio() * 100) / 100.0);
     m.put("capped_elapsed_ms", capped.elapsedMs());
     m.put("passthrough_elapsed_ms", r.passthrough().elapsedMs());
+    m.put("capped_jvm_cpu_us_per_record", round1(capped.jvmCpuMicrosPerRecord()));
+    m.put("capped_redis_cpu_us_per_record", round1(capped.redisCpuMicrosPerRecord()));
+    m.put("passthrough_jvm_cpu_us_per_record", round1(r.passthrough().jvmCpuMicrosPerRecord()));
     m.put("allowed", c.allowed());
     m.put("suppressed", c.suppressed());
     m.put("dlq", c.deadLetters());

@@ -141,6 +141,25 @@ public final class EmbeddedRedis implements AutoCloseable {
     }
   }
 
+  /**
+   * The CPU time the server has used since it started, user and system ({@code INFO cpu}).
+   *
+   * @throws IllegalStateException if the server does not answer
+   */
+  public double cpuSeconds() {
+    try {
+      double seconds = 0;
+      for (String line : call("INFO", "cpu").split("\r\n")) {
+        if (line.startsWith("used_cpu_user:") || line.startsWith("used_cpu_sys:")) {
+          seconds += Double.parseDouble(line.substring(line.indexOf(':') + 1));
+        }
+      }
+      return seconds;
+    } catch (IOException e) {
+      throw new IllegalStateException("Redis at " + uri() + " did not answer INFO cpu", e);
+    }
+  }
+
   /** Sends one command to this server and returns its reply as text. */
   String call(String... command) throws IOException {
     return Resp.call(port, command);

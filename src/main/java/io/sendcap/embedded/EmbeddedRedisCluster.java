@@ -70,6 +70,11 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
     return cluster;
   }
 
+  /** The CPU time every node has used since it started, added up ({@code INFO cpu}). */
+  public double cpuSeconds() {
+    return nodes.stream().mapToDouble(EmbeddedRedis::cpuSeconds).sum();
+  }
+
   /** Returns the URI of every node, in node order, e.g. {@code redis://127.0.0.1:40123}. */
   public List<String> uris() {
     return nodes.stream().map(EmbeddedRedis::uri).toList();
