@@ -128,6 +128,14 @@ public final class RedisSlidingLog implements CapStore {
   /** Puts the decisions of one call's reply where their requests are. */
   private static void place(CallBuilder.Call call, List<Object> reply, Decision[] decisions) {
     int[] indexes = call.requestIndexes();
+    if (reply.size() != 4 * indexes.length) {
+      throw new IllegalStateException(
+          "Redis answered "
+              + reply.size()
+              + " values to a script call deciding "
+              + indexes.length
+              + " sends (4 each): the connection's replies are out of step with its calls");
+    }
     for (int k = 0; k < indexes.length; k++) {
       decisions[indexes[k]] = decision(reply, 4 * k, call.capIndexes().get(k));
     }
