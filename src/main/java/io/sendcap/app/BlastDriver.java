@@ -67,6 +67,7 @@ public final class BlastDriver {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", bootstrapServers);
     p.setProperty("application.id", applicationId);
+    p.setProperty("http.port", "0");
     p.setProperty("state.dir", stateDir.toString());
     p.setProperty("cap.redis.uri", redisUri);
     p.setProperty("cap.clock", "event");

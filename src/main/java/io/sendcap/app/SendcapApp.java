@@ -1,12 +1,20 @@
 package io.sendcap.app;
 
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.kafka.KafkaStreamsMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.topology.SendcapTopology;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
@@ -34,24 +42,25 @@ public final class SendcapApp implements AutoCloseable {
   private final KafkaStreams streams;
   private final SegmentRegistry segments;
   private final LimiterBackpressure backpressure;
-  private final MeterRegistry metrics;
+  private final PrometheusMeterRegistry metrics;
+  private final List<AutoCloseable> binders;
+  private final HttpEndpoint http;
 
   private SendcapApp(
       RedisConnector redis,
       KafkaStreams streams,
       SegmentRegistry segments,
       LimiterBackpressure backpressure,
-      MeterRegistry metrics) {
+      PrometheusMeterRegistry metrics,
+      List<AutoCloseable> binders,
+      HttpEndpoint http) {
     this.redis = redis;
     this.streams = streams;
     this.segments = segments;
     this.backpressure = backpressure;
     this.metrics = metrics;
-  }
-
-  /** Validates everything the application needs, then starts it, with metrics kept in memory. */
-  public static SendcapApp start(SendcapConfig config) {
-    return start(config, new SimpleMeterRegistry());
+    this.binders = binders;
+    this.http = http;
   }
 
   /**
@@ -62,22 +71,34 @@ public final class SendcapApp implements AutoCloseable {
    * the segments are in; if one is still missing after {@code segments.load.timeout.ms}, start-up
    * fails naming it.
    *
-   * @param metrics where the application's meters are registered
+   * <p>Its meters (see {@link #metrics()}) are served in the Prometheus format on {@code
+   * http.port}, with the health checks.
+   *
    * @throws StartupException if the topics, the segments or Redis are not there to use
    */
-  public static SendcapApp start(SendcapConfig config, MeterRegistry metrics) {
+  public static SendcapApp start(SendcapConfig config) {
+    LOG.info("settings: {}", config.describe());
     Policies policies = Policies.load(config.policiesFile());
     requireTopics(config);
-    RedisConnector redis = connectRedis(config);
+    PrometheusMeterRegistry metrics = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    RedisConnector redis = connectRedis(config, metrics);
     SegmentRegistry segments = new SegmentRegistry(policies.segmentNames());
-    Properties props = SendcapTopology.streamsProperties(config);
+    for (String segment : segments.priorityOrder()) {
+      Gauge.builder("sendcap.segment.version", segments, r -> r.version(segment))
+          .description("The version of the segment in use (0: none yet)")
+          .tag("segment", segment)
+          .register(metrics);
+    }
+    Properties props = SendcapTopology.streamsProperties(config, metrics);
     InstantSource clock = InstantSource.system();
     LimiterBackpressure backpressure = new LimiterBackpressure(redis, clock, metrics);
     KafkaStreams streams =
         new KafkaStreams(
-            SendcapTopology.build(config, policies, segments, redis::open, clock, backpressure),
+            SendcapTopology.build(
+                config, policies, segments, redis::open, clock, backpressure, metrics),
             props);
     backpressure.attach(streams);
+    HttpEndpoint http = serve(config, metrics, streams, redis, backpressure);
     streams.setUncaughtExceptionHandler(
         e -> {
           LOG.error("stream thread failed; replacing it, its tasks resume from the last commit", e);
@@ -85,8 +106,9 @@ public final class SendcapApp implements AutoCloseable {
         });
     streams.pause();
     streams.start();
-    awaitSegments(config, segments, streams, backpressure, redis);
+    awaitSegments(config, segments, streams, backpressure, redis, http);
     streams.resume();
+    List<AutoCloseable> binders = bindMeters(streams, metrics);
     LOG.info(
         "sendcap started: {} -> {} | {}, DLQ {}; Redis {}{}, clock {}, failure mode {}",
         config.topics().input(),
@@ -97,7 +119,61 @@ public final class SendcapApp implements AutoCloseable {
         config.limiter().cluster() ? " (cluster)" : "",
         config.limiter().clock(),
         config.limiter().failureMode());
-    return new SendcapApp(redis, streams, segments, backpressure, metrics);
+    return new SendcapApp(redis, streams, segments, backpressure, metrics, binders, http);
+  }
+
+  /** Serves metrics and health on {@code http.port}, unless it is -1. */
+  private static HttpEndpoint serve(
+      SendcapConfig config,
+      PrometheusMeterRegistry metrics,
+      KafkaStreams streams,
+      RedisConnector redis,
+      LimiterBackpressure backpressure) {
+    if (config.httpPort() < 0) {
+      return null;
+    }
+    try {
+      return HttpEndpoint.start(
+          config.httpPort(), metrics::scrape, () -> live(streams), () -> ready(streams, redis));
+    } catch (UncheckedIOException e) {
+      streams.close(Duration.ofSeconds(30));
+      backpressure.close();
+      redis.close();
+      throw new StartupException(
+          e.getMessage() + ": " + e.getCause().getMessage() + "; set another http.port", e);
+    }
+  }
+
+  /** Kafka Streams' own metrics (dropped records: the dead letters), and the JVM's. */
+  private static List<AutoCloseable> bindMeters(KafkaStreams streams, MeterRegistry metrics) {
+    KafkaStreamsMetrics kafka = new KafkaStreamsMetrics(streams);
+    JvmGcMetrics gc = new JvmGcMetrics();
+    kafka.bindTo(metrics);
+    gc.bindTo(metrics);
+    new JvmMemoryMetrics().bindTo(metrics);
+    new ProcessorMetrics().bindTo(metrics);
+    return List.of(kafka, gc);
+  }
+
+  /** Alive unless Kafka Streams has failed or is shutting down. */
+  private static HttpEndpoint.Health live(KafkaStreams streams) {
+    KafkaStreams.State state = streams.state();
+    boolean up = state.isRunningOrRebalancing() || state == KafkaStreams.State.CREATED;
+    return new HttpEndpoint.Health(up, "Kafka Streams " + state);
+  }
+
+  /** Ready when Kafka Streams runs and Redis answers. */
+  private static HttpEndpoint.Health ready(KafkaStreams streams, RedisConnector redis) {
+    KafkaStreams.State state = streams.state();
+    if (state != KafkaStreams.State.RUNNING) {
+      return new HttpEndpoint.Health(false, "Kafka Streams " + state);
+    }
+    try {
+      redis.ping();
+      return new HttpEndpoint.Health(true, "Kafka Streams RUNNING, Redis answers");
+    } catch (LimiterUnavailableException e) {
+      return new HttpEndpoint.Health(false, e.getMessage());
+    }
   }
 
   private static void awaitSegments(
@@ -105,7 +181,8 @@ public final class SendcapApp implements AutoCloseable {
       SegmentRegistry segments,
       KafkaStreams streams,
       LimiterBackpressure backpressure,
-      RedisConnector redis) {
+      RedisConnector redis,
+      HttpEndpoint http) {
     List<String> missing;
     try {
       missing = segments.missing(segments.priorityOrder());
@@ -122,6 +199,9 @@ public final class SendcapApp implements AutoCloseable {
       missing = segments.missing(segments.priorityOrder());
     }
     if (!missing.isEmpty()) {
+      if (http != null) {
+        http.close();
+      }
       streams.close(Duration.ofSeconds(30));
       backpressure.close();
       redis.close();
@@ -137,9 +217,9 @@ public final class SendcapApp implements AutoCloseable {
     }
   }
 
-  private static RedisConnector connectRedis(SendcapConfig config) {
+  private static RedisConnector connectRedis(SendcapConfig config, MeterRegistry metrics) {
     try {
-      return RedisConnector.connect(config.limiter());
+      return RedisConnector.connect(config.limiter(), metrics);
     } catch (RuntimeException e) {
       throw new StartupException(
           "cannot reach Redis at " + config.limiter().uris() + ": " + e.getMessage(), e);
@@ -190,18 +270,33 @@ public final class SendcapApp implements AutoCloseable {
     return redis;
   }
 
-  /** The application's meters. */
-  public MeterRegistry metrics() {
+  /** The application's meters, as served on {@code /metrics}. */
+  public PrometheusMeterRegistry metrics() {
     return metrics;
+  }
+
+  /** The port of the metrics and health endpoint; -1 if {@code http.port=-1}. */
+  public int httpPort() {
+    return http == null ? -1 : http.port();
   }
 
   /** Stops processing, committing what has been decided; undecided sends stay in the buffer. */
   @Override
   public void close() {
     LOG.info("sendcap stopping: committing what is decided; undecided sends stay buffered");
+    if (http != null) {
+      http.close();
+    }
     boolean stopped = streams.close(Duration.ofSeconds(60));
     backpressure.close();
     redis.close();
+    for (AutoCloseable binder : binders) {
+      try {
+        binder.close();
+      } catch (Exception e) {
+        LOG.warn("closing {} failed", binder, e);
+      }
+    }
     if (stopped) {
       LOG.info("sendcap stopped");
     } else {

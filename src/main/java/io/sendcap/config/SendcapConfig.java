@@ -9,12 +9,14 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.regex.Pattern;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaParseException;
 import org.apache.kafka.common.config.ConfigException;
@@ -23,10 +25,10 @@ import org.apache.kafka.streams.StreamsConfig;
 /**
  * The application's settings, read and validated once at start-up.
  *
- * <p>Keys under {@code topic.}, {@code cap.}, {@code batch.}, {@code policies.}, {@code segments.}
- * and {@code avro.} are sendcap's own; every other key is a Kafka Streams or client property and is
- * passed to Kafka Streams as it is. {@code config/sendcap.properties} lists every key with its
- * default.
+ * <p>Keys under {@code topic.}, {@code cap.}, {@code batch.}, {@code policies.}, {@code segments.},
+ * {@code avro.} and {@code http.} are sendcap's own; every other key is a Kafka Streams or client
+ * property and is passed to Kafka Streams as it is. {@code config/sendcap.properties} lists every
+ * key with its default.
  *
  * @param streams the Kafka Streams properties, sendcap's defaults applied
  * @param topics the topic names
@@ -39,6 +41,8 @@ import org.apache.kafka.streams.StreamsConfig;
  *     the {@code single-object} serde; a registry-backed serde finds them itself)
  * @param maxSkew how far a send's {@code scheduledAt} may lie from its record's timestamp; a send
  *     beyond it goes to the dead-letter topic
+ * @param httpPort the port of the metrics and health endpoint: 0 for a free one, -1 for none
+ * @param effective every setting as in force, defaults applied, by key (sorted)
  */
 public record SendcapConfig(
     Properties streams,
@@ -49,13 +53,18 @@ public record SendcapConfig(
     Batch batch,
     String avroSerde,
     List<Schema> writerSchemas,
-    Duration maxSkew) {
+    Duration maxSkew,
+    int httpPort,
+    Map<String, String> effective) {
 
   /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
   public static final String SINGLE_OBJECT = "single-object";
 
+  /** The default of {@code http.port}. */
+  public static final int DEFAULT_HTTP_PORT = 8080;
+
   private static final Set<String> OWN_PREFIXES =
-      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.");
+      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.", "http.");
 
   /**
    * What the Kafka Streams properties default to when the file does not set them. The global
@@ -169,10 +178,48 @@ public record SendcapConfig(
     String serde = r.string("avro.serde", SINGLE_OBJECT);
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
     Duration maxSkew = r.millis("cap.max-skew.ms", 604_800_000);
+    int httpPort = r.intRange("http.port", DEFAULT_HTTP_PORT, -1, 65_535);
     Properties streams = r.streams();
     r.problems.throwIfAny();
     return new SendcapConfig(
-        streams, topics, policies, segments, limiter, batch, serde, writerSchemas, maxSkew);
+        streams,
+        topics,
+        policies,
+        segments,
+        limiter,
+        batch,
+        serde,
+        writerSchemas,
+        maxSkew,
+        httpPort,
+        Collections.unmodifiableMap(r.effective));
+  }
+
+  /**
+   * The settings in force as one line of {@code key=value} pairs, sorted, with secrets masked: the
+   * values of keys that name a password, secret, token, JAAS configuration or user info, and the
+   * user info of URIs. For the start-up log.
+   */
+  public String describe() {
+    StringBuilder line = new StringBuilder();
+    effective.forEach(
+        (key, value) -> {
+          if (line.length() > 0) {
+            line.append(", ");
+          }
+          line.append(key)
+              .append('=')
+              .append(SECRET_KEY.matcher(key).find() ? "[hidden]" : unlessUserInfo(value));
+        });
+    return line.toString();
+  }
+
+  private static final Pattern SECRET_KEY =
+      Pattern.compile("(?i)password|secret|token|jaas|user\\.info|credentials");
+  private static final Pattern USER_INFO = Pattern.compile("(\\w+://)[^@/,]*@");
+
+  private static String unlessUserInfo(String value) {
+    return USER_INFO.matcher(value).replaceAll("$1[hidden]@");
   }
 
   /** Reads typed values, recording a problem for each invalid one and for unknown own keys. */
@@ -190,6 +237,7 @@ public record SendcapConfig(
             "cap.redis.failure-mode",
             "cap.max-skew.ms",
             "avro.writer-schemas",
+            "http.port",
             "cap.clock",
             "cap.idempotency.retention.ms",
             "cap.redis.sends-per-call",
@@ -202,6 +250,7 @@ public record SendcapConfig(
 
     private final Properties props;
     private final Problems problems;
+    private final Map<String, String> effective = new TreeMap<>();
 
     Values(Properties props, Problems problems) {
       this.props = props;
@@ -219,6 +268,7 @@ public record SendcapConfig(
 
     String string(String key, String defaultValue) {
       String value = props.getProperty(key, defaultValue).trim();
+      effective.put(key, value);
       if (value.isEmpty()) {
         problems.add(key, value, "a non-empty value");
         return defaultValue;
@@ -298,6 +348,7 @@ public record SendcapConfig(
     /** Parses a comma-separated list of {@code .avsc} files; empty when the key is not set. */
     List<Schema> schemas(String key) {
       String value = props.getProperty(key, "").trim();
+      effective.put(key, value);
       List<Schema> schemas = new ArrayList<>();
       for (String file : value.isEmpty() ? new String[0] : value.split(",")) {
         try {
@@ -328,6 +379,7 @@ public record SendcapConfig(
       } catch (ConfigException e) {
         problems.add(e.getMessage());
       }
+      streams.stringPropertyNames().forEach(k -> effective.put(k, streams.getProperty(k)));
       return streams;
     }
   }

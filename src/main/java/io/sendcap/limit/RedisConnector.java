@@ -12,6 +12,10 @@ import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.sendcap.config.SendcapConfig;
 import java.io.IOException;
 import java.io.InputStream;
@@ -52,9 +56,24 @@ public final class RedisConnector implements AutoCloseable {
   private final LongAdder flushes = new LongAdder();
   private final LongAdder reloads = new LongAdder();
   private final Set<RedisSlidingLog> open = ConcurrentHashMap.newKeySet();
+  private final Timer roundTrips;
 
-  private RedisConnector(SendcapConfig.Limiter settings) {
+  private RedisConnector(SendcapConfig.Limiter settings, MeterRegistry metrics) {
     this.settings = settings;
+    this.roundTrips =
+        Timer.builder("sendcap.redis.round.trip")
+            .description("From a batch's flush to Redis's last reply to it")
+            .publishPercentileHistogram()
+            .register(metrics);
+    FunctionCounter.builder("sendcap.redis.calls", calls, LongAdder::sum)
+        .description("Script calls (EVALSHA) sent")
+        .register(metrics);
+    FunctionCounter.builder("sendcap.redis.round.trips", flushes, LongAdder::sum)
+        .description("Pipelined flushes, each one network round trip per node")
+        .register(metrics);
+    FunctionCounter.builder("sendcap.redis.script.reloads", reloads, LongAdder::sum)
+        .description("Times a node answered NOSCRIPT and the script was loaded again")
+        .register(metrics);
     this.resources = ClientResources.builder().reconnectDelay(RECONNECT_DELAY).build();
     this.script = readScript();
     this.sha = Scripts.sha1(script);
@@ -85,7 +104,17 @@ public final class RedisConnector implements AutoCloseable {
    * @throws LimiterUnavailableException if Redis does not answer
    */
   public static RedisConnector connect(SendcapConfig.Limiter settings) {
-    RedisConnector connector = new RedisConnector(settings);
+    return connect(settings, new CompositeMeterRegistry());
+  }
+
+  /**
+   * Connects to Redis and loads the script, failing fast if Redis cannot be reached; the limiter's
+   * meters are registered in {@code metrics}.
+   *
+   * @throws LimiterUnavailableException if Redis does not answer
+   */
+  public static RedisConnector connect(SendcapConfig.Limiter settings, MeterRegistry metrics) {
+    RedisConnector connector = new RedisConnector(settings, metrics);
     try (RedisSlidingLog log = connector.open()) {
       log.loadScript();
     } catch (RuntimeException e) {
@@ -165,6 +194,10 @@ public final class RedisConnector implements AutoCloseable {
   /** The SHA-1 under which Redis caches the sliding-log script. */
   public String sha() {
     return sha;
+  }
+
+  Timer roundTrips() {
+    return roundTrips;
   }
 
   void recordFlush(int callsInFlush, int decisionsInFlush) {

@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -70,7 +71,13 @@ public final class RedisSlidingLog implements CapStore {
     for (CallBuilder.Call call : calls) {
       futures.add(send(call));
     }
+    long flushed = System.nanoTime();
     flush(calls.size(), requests.size());
+    CompletableFuture.allOf(
+            futures.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new))
+        .whenComplete(
+            (done, failed) ->
+                connector.roundTrips().record(System.nanoTime() - flushed, TimeUnit.NANOSECONDS));
     return () -> collect(calls, futures, requests.size());
   }
 

@@ -1,5 +1,6 @@
 package io.sendcap.topology;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.config.Policies;
@@ -60,6 +61,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private final String storeName;
   private final Backpressure backpressure;
   private final SendValidator validator;
+  private final DecisionMeters meters;
   private TreeMap<Long, PendingSend> pending = new TreeMap<>();
   private InFlight inFlight;
 
@@ -75,6 +77,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       Supplier<CapStore> capStores,
       InstantSource wallClock,
       Backpressure backpressure,
+      MeterRegistry metrics,
       String storeName) {
     this.config = config;
     this.segments = segments;
@@ -85,6 +88,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     this.storeName = storeName;
     this.backpressure = backpressure;
     this.validator = new SendValidator(config.maxSkew());
+    this.meters = new DecisionMeters(metrics);
   }
 
   @Override
@@ -167,6 +171,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
         requests.add(request(p, now));
       }
     }
+    meters.batch(sends.size());
     inFlight = new InFlight(sends, requests, submit(requests), now);
   }
 
@@ -230,6 +235,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       } else {
         out = Outcomes.of(send, policyOf(p.getSegment()), decisions.get(next++), decidedAt);
       }
+      meters.count(p.getSegment(), send.getChannel(), out);
       context.forward(new Record<>(key(p), out, p.getTimestamp()));
     }
     for (Long offset : sends.keySet()) {

@@ -1,5 +1,7 @@
 package io.sendcap.topology;
 
+import io.micrometer.core.instrument.Counter;
+import java.util.Map;
 import org.apache.kafka.streams.errors.ErrorHandlerContext;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.processor.api.Record;
@@ -10,13 +12,23 @@ import org.apache.kafka.streams.processor.api.Record;
  * fails the stream thread, so that a bug is not mistaken for bad input.
  */
 public final class InvalidSendHandler extends LogAndContinueProcessingExceptionHandler {
+  private Counter deadLetters;
+
   /** Creates the handler; Kafka Streams configures it with the dead-letter topic. */
   public InvalidSendHandler() {}
 
   @Override
+  public void configure(Map<String, ?> configs) {
+    super.configure(configs);
+    deadLetters = DeadLetterMeters.counter(configs, "invalid");
+  }
+
+  @Override
   public Response handleError(ErrorHandlerContext context, Record<?, ?> record, Exception e) {
-    return e instanceof InvalidSendException
-        ? super.handleError(context, record, e)
-        : Response.fail();
+    if (!(e instanceof InvalidSendException)) {
+      return Response.fail();
+    }
+    deadLetters.increment();
+    return super.handleError(context, record, e);
   }
 }

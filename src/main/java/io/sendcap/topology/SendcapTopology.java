@@ -1,5 +1,6 @@
 package io.sendcap.topology;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
@@ -24,7 +25,6 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyConfig;
-import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Named;
@@ -59,6 +59,7 @@ public final class SendcapTopology {
    * @param capStores opens a cap store for each task
    * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
    * @param backpressure what holds sends back while the limiter is unreachable in block mode
+   * @param metrics where the decisions are counted
    */
   public static Topology build(
       SendcapConfig config,
@@ -66,7 +67,8 @@ public final class SendcapTopology {
       SegmentRegistry segments,
       Supplier<CapStore> capStores,
       InstantSource wallClock,
-      Backpressure backpressure) {
+      Backpressure backpressure,
+      MeterRegistry metrics) {
     Map<String, Object> props = new HashMap<>();
     config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
     Serde<ScheduledSend> sends = AvroSerdes.of(ScheduledSend.class, config.avroSerde(), props);
@@ -86,7 +88,14 @@ public final class SendcapTopology {
           @Override
           public Processor<byte[], ScheduledSend, byte[], SpecificRecord> get() {
             return new CapProcessor(
-                config, policies, segments, capStores, wallClock, backpressure, PENDING_STORE);
+                config,
+                policies,
+                segments,
+                capStores,
+                wallClock,
+                backpressure,
+                metrics,
+                PENDING_STORE);
           }
 
           @Override
@@ -132,6 +141,16 @@ public final class SendcapTopology {
   }
 
   /**
+   * The Kafka Streams properties to run the topology with, counting dead letters in {@code
+   * metrics}.
+   */
+  public static Properties streamsProperties(SendcapConfig config, MeterRegistry metrics) {
+    Properties props = streamsProperties(config);
+    props.put(DeadLetterMeters.CONFIG, metrics);
+    return props;
+  }
+
+  /**
    * The Kafka Streams properties to run the topology with: the configured ones, plus the
    * dead-letter topic for records that cannot be read or hold invalid values.
    */
@@ -140,7 +159,7 @@ public final class SendcapTopology {
     props.putAll(config.streams());
     props.put(
         StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
-        LogAndContinueExceptionHandler.class.getName());
+        UnreadableSendHandler.class.getName());
     props.put(
         StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
         InvalidSendHandler.class.getName());

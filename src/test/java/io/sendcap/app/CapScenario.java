@@ -97,6 +97,7 @@ final class CapScenario {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", bootstrap);
     p.setProperty("application.id", appId);
+    p.setProperty("http.port", "0");
     p.setProperty("state.dir", dir.resolve("state-" + appId).toString());
     p.setProperty("cap.redis.uri", redisUri);
     p.setProperty("cap.clock", "event");

@@ -95,6 +95,7 @@ class SegmentsIT {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", kafka.bootstrapServers());
     p.setProperty("application.id", "segments-it");
+    p.setProperty("http.port", "0");
     p.setProperty("state.dir", dir.resolve("state-" + instance).toString());
     p.setProperty("cap.redis.uri", redis.uri());
     p.setProperty("cap.clock", "event");

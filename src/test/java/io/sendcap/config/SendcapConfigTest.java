@@ -22,6 +22,7 @@ class SendcapConfigTest {
     assertThat(fromFile.streams()).isEqualTo(defaults.streams());
     assertThat(fromFile.maxSkew()).isEqualTo(defaults.maxSkew()).isEqualTo(Duration.ofDays(7));
     assertThat(fromFile.writerSchemas()).isEqualTo(defaults.writerSchemas()).isEmpty();
+    assertThat(fromFile.httpPort()).isEqualTo(defaults.httpPort()).isEqualTo(8080);
     assertThat(defaults.streams().getProperty("processing.guarantee")).isEqualTo("exactly_once_v2");
     assertThat(defaults.batch()).isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50)));
     assertThat(defaults.limiter().failureMode()).isEqualTo(SendcapConfig.FailureMode.BLOCK);
@@ -38,6 +39,7 @@ class SendcapConfigTest {
     p.setProperty("cap.clok", "event");
     p.setProperty("processing.guarantee", "exactly_twice");
     p.setProperty("cap.max-skew.ms", "-1");
+    p.setProperty("http.port", "70000");
     p.setProperty("avro.writer-schemas", other + ",no/such.avsc");
 
     InvalidConfigException e =
@@ -52,6 +54,7 @@ class SendcapConfigTest {
             "cap.redis.uri=\"localhost:6379\" is invalid: redis://host:port or rediss://host:port,"
                 + " comma-separated",
             "cap.max-skew.ms=\"-1\" is invalid: a whole number from 1 to 2147483647",
+            "http.port=\"70000\" is invalid: a whole number from -1 to 65535",
             "avro.writer-schemas=\""
                 + other
                 + "\" is invalid: schemas of"
@@ -60,6 +63,27 @@ class SendcapConfigTest {
         .anySatisfy(m -> assertThat(m).startsWith("avro.writer-schemas=\"no/such.avsc\""));
     assertThat(e.problems())
         .anySatisfy(m -> assertThat(m).contains("exactly_twice").contains("processing.guarantee"));
+  }
+
+  @Test
+  void theSettingsLineHidesSecrets() {
+    Properties p = new Properties();
+    p.setProperty("cap.redis.uri", "rediss://default:hunter2@redis.example:6380");
+    p.setProperty(
+        "sasl.jaas.config",
+        "org.apache.kafka.common.security.plain.PlainLoginModule"
+            + " required username=\"u\" password=\"hunter2\";");
+    p.setProperty("ssl.truststore.password", "hunter2");
+
+    String line = SendcapConfig.from(p, "x").describe();
+
+    assertThat(line)
+        .doesNotContain("hunter2")
+        .contains("cap.redis.uri=rediss://[hidden]@redis.example:6380")
+        .contains("sasl.jaas.config=[hidden]")
+        .contains("ssl.truststore.password=[hidden]")
+        .contains("processing.guarantee=exactly_once_v2")
+        .contains("batch.max.records=500");
   }
 
   @Test

@@ -2,6 +2,7 @@ package io.sendcap.topology;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
@@ -64,6 +65,7 @@ class SendcapTopologyTest {
   private final SingleObjectAvroSerde<Suppression> suppressions =
       new SingleObjectAvroSerde<>(Suppression.class);
   private final SlidingLogModel model = new SlidingLogModel(Duration.ZERO);
+  private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
   private TopologyTestDriver driver;
   private TestInputTopic<byte[], byte[]> input;
   private TestOutputTopic<byte[], byte[]> delivered;
@@ -97,7 +99,8 @@ class SendcapTopologyTest {
                 new SegmentRegistry(policies.segmentNames()),
                 store,
                 InstantSource.fixed(T0),
-                backpressure),
+                backpressure,
+                metrics),
             SendcapTopology.streamsProperties(config));
     TestInputTopic<String, byte[]> segments =
         driver.createInputTopic("segments", new StringSerializer(), new ByteArraySerializer());
@@ -167,6 +170,20 @@ class SendcapTopologyTest {
     assertThat(s.getSegment()).isEqualTo("default");
     assertThat(s.getNextEligibleAt()).isEqualTo(T0.plus(Duration.ofDays(1)));
     assertThat(s.getDecidedAt()).isEqualTo(T0.plus(Duration.ofHours(2)));
+    assertThat(
+            metrics
+                .get("sendcap.sends.allowed")
+                .tags("segment", "default", "channel", "EMAIL", "fail_open", "false")
+                .counter()
+                .count())
+        .isEqualTo(2.0);
+    assertThat(
+            metrics
+                .get("sendcap.sends.suppressed")
+                .tags("segment", "default", "channel", "EMAIL", "reason", "CAP")
+                .counter()
+                .count())
+        .isEqualTo(1.0);
   }
 
   @Test

@@ -1,0 +1,32 @@
+package io.sendcap.topology;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Map;
+
+/**
+ * Counts the records sent to the dead-letter topic, {@code sendcap.sends.dead.letters} by reason:
+ * {@code unreadable} (not a send sendcap can read) or {@code invalid} (a send with invalid values).
+ *
+ * <p>Kafka Streams creates the exception handlers itself and configures them with its properties;
+ * the registry reaches them there, under {@link #CONFIG}.
+ */
+final class DeadLetterMeters {
+  /** The Kafka Streams property that carries the {@link MeterRegistry} to the handlers. */
+  static final String CONFIG = "sendcap.metrics.registry";
+
+  private DeadLetterMeters() {}
+
+  /** The counter of one reason, or a counter that counts nowhere if no registry was passed. */
+  static Counter counter(Map<String, ?> configs, String reason) {
+    Object registry = configs.get(CONFIG);
+    if (!(registry instanceof MeterRegistry metrics)) {
+      return Counter.builder("sendcap.sends.dead.letters")
+          .register(new io.micrometer.core.instrument.composite.CompositeMeterRegistry());
+    }
+    return Counter.builder("sendcap.sends.dead.letters")
+        .description("Input records sent to the dead-letter topic")
+        .tag("reason", reason)
+        .register(metrics);
+  }
+}

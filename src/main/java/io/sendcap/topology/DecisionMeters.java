@@ -1,0 +1,83 @@
+package io.sendcap.topology;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.avro.Channel;
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.Suppression;
+import io.sendcap.avro.SuppressionReason;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.avro.specific.SpecificRecord;
+
+/**
+ * The meters of one cap processor: {@code sendcap.sends.allowed} by segment, channel and whether
+ * the limiter was bypassed; {@code sendcap.sends.suppressed} by segment, channel and reason; and
+ * {@code sendcap.batch.size}, the sends of each flushed batch.
+ *
+ * <p>Counters are looked up once per segment, channel and outcome and kept, so that counting a send
+ * costs an array read and an increment.
+ */
+final class DecisionMeters {
+  private static final Channel[] CHANNELS = Channel.values();
+  private static final SuppressionReason[] REASONS = SuppressionReason.values();
+
+  /** Per channel: allowed, allowed unchecked (fail-open), then one per suppression reason. */
+  private static final int OUTCOMES = 2 + REASONS.length;
+
+  private final MeterRegistry registry;
+  private final DistributionSummary batchSize;
+  private final Map<String, Counter[]> bySegment = new HashMap<>();
+
+  DecisionMeters(MeterRegistry registry) {
+    this.registry = registry;
+    this.batchSize =
+        DistributionSummary.builder("sendcap.batch.size")
+            .description("Sends in each micro-batch flushed to the limiter")
+            .baseUnit("sends")
+            .publishPercentileHistogram()
+            .register(registry);
+  }
+
+  /** Records the size of a flushed batch. */
+  void batch(int sends) {
+    batchSize.record(sends);
+  }
+
+  /** Counts one output record: a {@link Delivery} or a {@link Suppression}. */
+  void count(String segment, Channel channel, SpecificRecord out) {
+    Counter[] counters =
+        bySegment.computeIfAbsent(segment, s -> new Counter[CHANNELS.length * OUTCOMES]);
+    int outcome;
+    if (out instanceof Suppression s) {
+      outcome = 2 + s.getReason().ordinal();
+    } else {
+      outcome = ((Delivery) out).getFailOpen() ? 1 : 0;
+    }
+    int at = channel.ordinal() * OUTCOMES + outcome;
+    Counter counter = counters[at];
+    if (counter == null) {
+      counter = counter(segment, channel, outcome);
+      counters[at] = counter;
+    }
+    counter.increment();
+  }
+
+  private Counter counter(String segment, Channel channel, int outcome) {
+    if (outcome < 2) {
+      return Counter.builder("sendcap.sends.allowed")
+          .description("Sends delivered")
+          .tag("segment", segment)
+          .tag("channel", channel.name())
+          .tag("fail_open", Boolean.toString(outcome == 1))
+          .register(registry);
+    }
+    return Counter.builder("sendcap.sends.suppressed")
+        .description("Sends suppressed")
+        .tag("segment", segment)
+        .tag("channel", channel.name())
+        .tag("reason", REASONS[outcome - 2].name())
+        .register(registry);
+  }
+}
