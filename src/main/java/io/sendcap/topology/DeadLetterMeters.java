@@ -2,6 +2,7 @@ package io.sendcap.topology;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.util.Map;
 
 /**
@@ -21,8 +22,7 @@ final class DeadLetterMeters {
   static Counter counter(Map<String, ?> configs, String reason) {
     Object registry = configs.get(CONFIG);
     if (!(registry instanceof MeterRegistry metrics)) {
-      return Counter.builder("sendcap.sends.dead.letters")
-          .register(new io.micrometer.core.instrument.composite.CompositeMeterRegistry());
+      return Counter.builder("sendcap.sends.dead.letters").register(new CompositeMeterRegistry());
     }
     return Counter.builder("sendcap.sends.dead.letters")
         .description("Input records sent to the dead-letter topic")

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.EmbeddedRedisCluster;
@@ -402,7 +403,7 @@ class FaultToleranceIT {
     }
 
     /** The settings of one instance, with a state directory of its own. */
-    io.sendcap.config.SendcapConfig config(Properties settings, String instance) {
+    SendcapConfig config(Properties settings, String instance) {
       Properties p = new Properties();
       p.putAll(settings);
       p.setProperty("state.dir", dir.resolve("state-" + name + "-" + instance).toString());

@@ -1,6 +1,8 @@
 package io.sendcap.testing;
 
 import io.sendcap.avro.ScheduledSend;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -58,8 +60,8 @@ public final class NewerSchema {
     r.put("attributes", Map.of());
     try {
       return ENCODER.encode(r).array();
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 }
