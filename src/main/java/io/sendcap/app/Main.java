@@ -19,6 +19,8 @@ import picocli.CommandLine.Command;
       EmbeddedCommand.class,
       RunCommand.class,
       SegmentsCommand.class,
+      ProduceCommand.class,
+      ConsumeCommand.class,
       BenchCommand.class
     })
 public final class Main {

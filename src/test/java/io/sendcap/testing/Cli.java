@@ -14,8 +14,8 @@ import picocli.CommandLine;
 public final class Cli {
   private Cli() {}
 
-  /** What a command returned and printed on standard output. */
-  public record Result(int exit, String out) {
+  /** What a command returned and printed on standard output and standard error. */
+  public record Result(int exit, String out, String err) {
     /** The output's lines. */
     public List<String> lines() {
       return out.lines().toList();
@@ -35,9 +35,11 @@ public final class Cli {
   /** Runs the command line with {@code args}. */
   public static Result run(String... args) {
     StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
     CommandLine cli = Main.commandLine();
     cli.setOut(new PrintWriter(out));
+    cli.setErr(new PrintWriter(err));
     int exit = cli.execute(args);
-    return new Result(exit, out.toString());
+    return new Result(exit, out.toString(), err.toString());
   }
 }

@@ -1,0 +1,122 @@
+package io.sendcap.app;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code sendcap consume}: prints the records of one of sendcap's topics, decoded, committed ones
+ * only. Dead letters are printed with the reason from their headers and their raw value.
+ */
+@Command(
+    name = "consume",
+    mixinStandardHelpOptions = true,
+    description =
+        "Prints the records of a sendcap topic as they arrive (committed ones only), or from the"
+            + " beginning; stops after --max records, or with Ctrl-C.")
+final class ConsumeCommand implements Callable<Integer> {
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+  private static final String ERRORS = "__streams.errors.";
+
+  @Spec CommandSpec spec;
+
+  @Mixin ConfigOptions options;
+
+  @Option(names = "--topic", required = true, description = "The topic to read.")
+  String topic;
+
+  @Option(names = "--json", description = "One JSON object per record and nothing else, for jq.")
+  boolean json;
+
+  @Option(names = "--max", description = "Stop after this many records.")
+  Long max;
+
+  @Option(names = "--from-beginning", description = "Start at the oldest record, not the newest.")
+  boolean fromBeginning;
+
+  @Override
+  public Integer call() throws Exception {
+    SendcapConfig config = options.load();
+    Optional<Class<? extends SpecificRecord>> type = SendcapTopics.recordOf(config.topics(), topic);
+    SendcapTopics.requireTopic(config, topic);
+    SingleObjectAvroSerde<? extends SpecificRecord> serde =
+        type.map(SingleObjectAvroSerde::new).orElse(null);
+    PrintWriter out = spec.commandLine().getOut();
+    long printed = 0;
+    try (KafkaConsumer<byte[], byte[]> consumer = open(config)) {
+      while (max == null || printed < max) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+          String body = serde == null ? deadLetter(r) : AvroJson.write(serde.decode(r.value()));
+          out.println(json ? body : r.partition() + "@" + r.offset() + " " + key(r) + " " + body);
+          out.flush();
+          if (max != null && ++printed >= max) {
+            break;
+          }
+        }
+      }
+    }
+    return 0;
+  }
+
+  private KafkaConsumer<byte[], byte[]> open(SendcapConfig config) {
+    KafkaConsumer<byte[], byte[]> consumer =
+        new KafkaConsumer<>(
+            Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                config.streams().getProperty("bootstrap.servers"),
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                "read_committed"),
+            new ByteArrayDeserializer(),
+            new ByteArrayDeserializer());
+    List<TopicPartition> partitions = new ArrayList<>();
+    consumer
+        .partitionsFor(topic)
+        .forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
+    consumer.assign(partitions);
+    if (fromBeginning) {
+      consumer.seekToBeginning(partitions);
+    } else {
+      consumer.seekToEnd(partitions);
+    }
+    return consumer;
+  }
+
+  private static String key(ConsumerRecord<byte[], byte[]> r) {
+    return r.key() == null ? "-" : new String(r.key(), StandardCharsets.UTF_8);
+  }
+
+  /** A dead letter: the reason and origin from its headers, its value in Base64. */
+  private static String deadLetter(ConsumerRecord<byte[], byte[]> r) throws Exception {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (String name : List.of("message", "exception", "topic", "partition", "offset")) {
+      Header h = r.headers().lastHeader(ERRORS + name);
+      m.put(name, h == null ? null : new String(h.value(), StandardCharsets.UTF_8));
+    }
+    m.put("timestamp", Instant.ofEpochMilli(r.timestamp()).toString());
+    m.put("value", r.value() == null ? null : Base64.getEncoder().encodeToString(r.value()));
+    return MAPPER.writeValueAsString(m);
+  }
+}

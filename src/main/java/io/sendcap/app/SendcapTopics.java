@@ -1,0 +1,82 @@
+package io.sendcap.app;
+
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
+import io.sendcap.config.SendcapConfig;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+
+/** What the hand tools know of sendcap's topics: which record each holds, and that they exist. */
+final class SendcapTopics {
+  /** How long a tool waits for the broker before it says it cannot reach it. */
+  static final Duration BROKER_TIMEOUT = Duration.ofSeconds(15);
+
+  private SendcapTopics() {}
+
+  /** The Avro record of a topic's values; empty for the dead-letter topic (raw bytes). */
+  static Optional<Class<? extends SpecificRecord>> recordOf(
+      SendcapConfig.Topics topics, String topic) {
+    if (topic.equals(topics.input())) {
+      return Optional.of(ScheduledSend.class);
+    }
+    if (topic.equals(topics.deliveries())) {
+      return Optional.of(Delivery.class);
+    }
+    if (topic.equals(topics.suppressed())) {
+      return Optional.of(Suppression.class);
+    }
+    if (topic.equals(topics.deadLetters())) {
+      return Optional.empty();
+    }
+    throw new IllegalArgumentException(
+        "topic "
+            + topic
+            + " is not one of sendcap's: "
+            + topics.input()
+            + ", "
+            + topics.deliveries()
+            + ", "
+            + topics.suppressed()
+            + ", "
+            + topics.deadLetters());
+  }
+
+  /**
+   * Checks that the broker answers and has {@code topic}.
+   *
+   * @throws IllegalArgumentException saying which is not the case
+   */
+  static void requireTopic(SendcapConfig config, String topic) {
+    Properties props = new Properties();
+    props.putAll(config.streams());
+    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) BROKER_TIMEOUT.toMillis());
+    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) BROKER_TIMEOUT.toMillis());
+    try (Admin admin = Admin.create(props)) {
+      Set<String> names =
+          admin.listTopics().names().get(BROKER_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      if (!names.contains(topic)) {
+        throw new IllegalArgumentException(
+            "topic " + topic + " does not exist on " + props.get("bootstrap.servers"));
+      }
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalArgumentException(
+          "cannot reach Kafka at "
+              + props.get("bootstrap.servers")
+              + " within "
+              + BROKER_TIMEOUT.toSeconds()
+              + " s (bootstrap.servers)");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalArgumentException("interrupted while asking Kafka for topic " + topic);
+    }
+  }
+}
