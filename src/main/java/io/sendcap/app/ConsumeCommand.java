@@ -1,5 +1,6 @@
 package io.sendcap.app;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.serde.SingleObjectAvroSerde;
@@ -7,7 +8,6 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -15,12 +15,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.apache.avro.specific.SpecificRecord;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -65,43 +61,26 @@ final class ConsumeCommand implements Callable<Integer> {
     SingleObjectAvroSerde<? extends SpecificRecord> serde =
         type.map(SingleObjectAvroSerde::new).orElse(null);
     PrintWriter out = spec.commandLine().getOut();
-    long printed = 0;
-    try (KafkaConsumer<byte[], byte[]> consumer = open(config)) {
-      while (max == null || printed < max) {
-        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
-          String body = serde == null ? deadLetter(r) : AvroJson.write(serde.decode(r.value()));
-          out.println(json ? body : r.partition() + "@" + r.offset() + " " + key(r) + " " + body);
-          out.flush();
-          if (max != null && ++printed >= max) {
-            break;
-          }
-        }
+    long[] printed = {0};
+    try (OutputReader reader =
+        new OutputReader(
+            config.streams().getProperty("bootstrap.servers"), List.of(topic), fromBeginning)) {
+      while (max == null || printed[0] < max) {
+        reader.poll(
+            Duration.ofMillis(500),
+            r -> {
+              if (max == null || printed[0] < max) {
+                String body =
+                    serde == null ? deadLetter(r) : AvroJson.write(serde.decode(r.value()));
+                out.println(
+                    json ? body : r.partition() + "@" + r.offset() + " " + key(r) + " " + body);
+                out.flush();
+                printed[0]++;
+              }
+            });
       }
     }
     return 0;
-  }
-
-  private KafkaConsumer<byte[], byte[]> open(SendcapConfig config) {
-    KafkaConsumer<byte[], byte[]> consumer =
-        new KafkaConsumer<>(
-            Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                config.streams().getProperty("bootstrap.servers"),
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                "read_committed"),
-            new ByteArrayDeserializer(),
-            new ByteArrayDeserializer());
-    List<TopicPartition> partitions = new ArrayList<>();
-    consumer
-        .partitionsFor(topic)
-        .forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
-    consumer.assign(partitions);
-    if (fromBeginning) {
-      consumer.seekToBeginning(partitions);
-    } else {
-      consumer.seekToEnd(partitions);
-    }
-    return consumer;
   }
 
   private static String key(ConsumerRecord<byte[], byte[]> r) {
@@ -109,7 +88,7 @@ final class ConsumeCommand implements Callable<Integer> {
   }
 
   /** A dead letter: the reason and origin from its headers, its value in Base64. */
-  private static String deadLetter(ConsumerRecord<byte[], byte[]> r) throws Exception {
+  private static String deadLetter(ConsumerRecord<byte[], byte[]> r) {
     Map<String, Object> m = new LinkedHashMap<>();
     for (String name : List.of("message", "exception", "topic", "partition", "offset")) {
       Header h = r.headers().lastHeader(ERRORS + name);
@@ -117,6 +96,10 @@ final class ConsumeCommand implements Callable<Integer> {
     }
     m.put("timestamp", Instant.ofEpochMilli(r.timestamp()).toString());
     m.put("value", r.value() == null ? null : Base64.getEncoder().encodeToString(r.value()));
-    return MAPPER.writeValueAsString(m);
+    try {
+      return MAPPER.writeValueAsString(m);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot print a dead letter as JSON", e);
+    }
   }
 }

@@ -21,6 +21,14 @@ public final class OutputReader implements AutoCloseable {
 
   /** Opens a reader of {@code topics}, which must exist, positioned at their beginning. */
   public OutputReader(String bootstrapServers, List<String> topics) {
+    this(bootstrapServers, topics, true);
+  }
+
+  /**
+   * Opens a reader of {@code topics}, which must exist, positioned at their beginning or, if not
+   * {@code fromBeginning}, at their end.
+   */
+  public OutputReader(String bootstrapServers, List<String> topics, boolean fromBeginning) {
     this.consumer =
         new KafkaConsumer<>(
             Map.of(
@@ -39,7 +47,11 @@ public final class OutputReader implements AutoCloseable {
           .forEach(p -> partitions.add(new TopicPartition(topic, p.partition())));
     }
     consumer.assign(partitions);
-    consumer.seekToBeginning(partitions);
+    if (fromBeginning) {
+      consumer.seekToBeginning(partitions);
+    } else {
+      consumer.seekToEnd(partitions);
+    }
   }
 
   /** Hands what arrives within {@code wait} to {@code each} and returns how many records it was. */

@@ -19,12 +19,6 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Properties;
-import java.util.Set;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 import org.slf4j.Logger;
@@ -230,28 +224,20 @@ public final class SendcapApp implements AutoCloseable {
     SendcapConfig.Topics t = config.topics();
     List<String> needed =
         List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters(), t.segments());
-    Properties props = new Properties();
-    props.putAll(config.streams());
-    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) ADMIN_TIMEOUT.toMillis());
-    try (Admin admin = Admin.create(props)) {
-      Set<String> existing =
-          admin.listTopics().names().get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-      List<String> missing = needed.stream().filter(n -> !existing.contains(n)).toList();
-      if (!missing.isEmpty()) {
-        throw new StartupException(
-            "missing topic(s) "
-                + missing
-                + "; create them before starting sendcap ("
-                + t.segments()
-                + " is created by: bin/sendcap segments publish)",
-            null);
-      }
-    } catch (ExecutionException | TimeoutException e) {
+    List<String> missing;
+    try {
+      missing = SendcapTopics.missing(config, needed, ADMIN_TIMEOUT);
+    } catch (IllegalArgumentException e) {
+      throw new StartupException(e.getMessage(), e);
+    }
+    if (!missing.isEmpty()) {
       throw new StartupException(
-          "cannot reach Kafka at " + props.get("bootstrap.servers") + ": " + e.getMessage(), e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new StartupException("interrupted while checking topics", e);
+          "missing topic(s) "
+              + missing
+              + "; create them before starting sendcap ("
+              + t.segments()
+              + " is created by: bin/sendcap segments publish)",
+          null);
     }
   }
 

@@ -5,6 +5,7 @@ import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.config.SendcapConfig;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
@@ -56,27 +57,37 @@ final class SendcapTopics {
    * @throws IllegalArgumentException saying which is not the case
    */
   static void requireTopic(SendcapConfig config, String topic) {
+    if (!missing(config, List.of(topic), BROKER_TIMEOUT).isEmpty()) {
+      throw new IllegalArgumentException(
+          "topic " + topic + " does not exist on " + config.streams().get("bootstrap.servers"));
+    }
+  }
+
+  /**
+   * The topics of {@code names} that the broker does not have.
+   *
+   * @throws IllegalArgumentException if the broker does not answer within {@code timeout}
+   */
+  static List<String> missing(SendcapConfig config, List<String> names, Duration timeout) {
     Properties props = new Properties();
     props.putAll(config.streams());
-    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) BROKER_TIMEOUT.toMillis());
-    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) BROKER_TIMEOUT.toMillis());
+    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) timeout.toMillis());
+    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) timeout.toMillis());
     try (Admin admin = Admin.create(props)) {
-      Set<String> names =
-          admin.listTopics().names().get(BROKER_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-      if (!names.contains(topic)) {
-        throw new IllegalArgumentException(
-            "topic " + topic + " does not exist on " + props.get("bootstrap.servers"));
-      }
+      Set<String> existing =
+          admin.listTopics().names().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      return names.stream().filter(n -> !existing.contains(n)).toList();
     } catch (ExecutionException | TimeoutException e) {
       throw new IllegalArgumentException(
           "cannot reach Kafka at "
               + props.get("bootstrap.servers")
               + " within "
-              + BROKER_TIMEOUT.toSeconds()
-              + " s (bootstrap.servers)");
+              + timeout.toSeconds()
+              + " s (bootstrap.servers)",
+          e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new IllegalArgumentException("interrupted while asking Kafka for topic " + topic);
+      throw new IllegalArgumentException("interrupted while asking Kafka for topics " + names, e);
     }
   }
 }
