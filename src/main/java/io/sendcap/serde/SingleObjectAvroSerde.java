@@ -1,6 +1,8 @@
 package io.sendcap.serde;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Map;
@@ -44,7 +46,10 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
   private final BinaryMessageDecoder<T> decoder;
   private final Map<Long, Schema> writerSchemas = new ConcurrentHashMap<>();
 
-  /** Creates a serde of records of a class generated from {@code schemas/}. */
+  /**
+   * Creates a serde of records of a class generated from {@code schemas/}; it also reads records
+   * written with the earlier versions of the schema kept in {@code schemas/history}.
+   */
   public SingleObjectAvroSerde(Class<T> type) {
     trust(type);
     SpecificData model = SpecificData.getForClass(type);
@@ -53,6 +58,17 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
     this.schema = schema;
     this.encoder = new BinaryMessageEncoder<>(model, schema);
     this.decoder = new BinaryMessageDecoder<>(model, schema);
+    for (int version = 1; ; version++) {
+      String resource = "/schemas/history/" + schema.getName() + "-v" + version + ".avsc";
+      try (InputStream in = SingleObjectAvroSerde.class.getResourceAsStream(resource)) {
+        if (in == null) {
+          break;
+        }
+        addWriterSchema(new Schema.Parser().parse(in));
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read " + resource, e);
+      }
+    }
   }
 
   /**
