@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
       EmbeddedCommand.class,
       RunCommand.class,
       SegmentsCommand.class,
+      PoliciesCommand.class,
       ProduceCommand.class,
       ConsumeCommand.class,
       BenchCommand.class

@@ -17,7 +17,6 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -289,19 +288,6 @@ final class SegmentsCommand {
   }
 
   private static SegmentTopic topic(SendcapConfig config) {
-    Properties client = new Properties();
-    client.putAll(config.streams());
-    // Only client settings matter here; Kafka Streams keys would be logged as unknown.
-    Properties kafka = new Properties();
-    for (String key : client.stringPropertyNames()) {
-      if (key.startsWith("bootstrap.")
-          || key.startsWith("security.")
-          || key.startsWith("sasl.")
-          || key.startsWith("ssl.")
-          || key.equals("client.dns.lookup")) {
-        kafka.setProperty(key, client.getProperty(key));
-      }
-    }
-    return new SegmentTopic(kafka, config.topics().segments());
+    return new SegmentTopic(SendcapTopics.clientProperties(config), config.topics().segments());
   }
 }

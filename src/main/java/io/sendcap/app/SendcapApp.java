@@ -8,12 +8,14 @@ import io.micrometer.core.instrument.binder.kafka.KafkaStreamsMetrics;
 import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.topology.SendcapTopology;
+import io.sendcap.topology.Undecided;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -36,6 +38,8 @@ public final class SendcapApp implements AutoCloseable {
   private final KafkaStreams streams;
   private final SegmentRegistry segments;
   private final LimiterBackpressure backpressure;
+  private final Undecided undecided;
+  private final Duration drainTimeout;
   private final PrometheusMeterRegistry metrics;
   private final List<AutoCloseable> binders;
   private final HttpEndpoint http;
@@ -45,6 +49,8 @@ public final class SendcapApp implements AutoCloseable {
       KafkaStreams streams,
       SegmentRegistry segments,
       LimiterBackpressure backpressure,
+      Undecided undecided,
+      Duration drainTimeout,
       PrometheusMeterRegistry metrics,
       List<AutoCloseable> binders,
       HttpEndpoint http) {
@@ -52,6 +58,8 @@ public final class SendcapApp implements AutoCloseable {
     this.streams = streams;
     this.segments = segments;
     this.backpressure = backpressure;
+    this.undecided = undecided;
+    this.drainTimeout = drainTimeout;
     this.metrics = metrics;
     this.binders = binders;
     this.http = http;
@@ -60,10 +68,12 @@ public final class SendcapApp implements AutoCloseable {
   /**
    * Validates everything the application needs, then starts it.
    *
-   * <p>No send is decided before a version of every segment the policies name has been read from
-   * the segments topic: Kafka Streams starts paused, restores its global store, and resumes once
-   * the segments are in; if one is still missing after {@code segments.load.timeout.ms}, start-up
-   * fails naming it.
+   * <p>The policies are the newest version published on {@code topic.policies} (created if
+   * missing), or the file's if none was; a version published later is used from its arrival on. No
+   * send is decided before a version of every segment the policies name has been read from the
+   * segments topic: Kafka Streams starts paused, restores its global stores, and resumes once the
+   * segments are in; if one is still missing after {@code segments.load.timeout.ms}, start-up fails
+   * naming it.
    *
    * <p>Its meters (see {@link #metrics()}) are served in the Prometheus format on {@code
    * http.port}, with the health checks.
@@ -72,24 +82,29 @@ public final class SendcapApp implements AutoCloseable {
    */
   public static SendcapApp start(SendcapConfig config) {
     LOG.info("settings: {}", config.describe());
-    Policies policies = Policies.load(config.policiesFile());
+    LivePolicies policies =
+        new LivePolicies(Policies.load(config.policiesFile()), config.policiesFile().toString());
     requireTopics(config);
     PrometheusMeterRegistry metrics = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     RedisConnector redis = connectRedis(config, metrics);
-    SegmentRegistry segments = new SegmentRegistry(policies.segmentNames());
-    for (String segment : segments.priorityOrder()) {
-      Gauge.builder("sendcap.segment.version", segments, r -> r.version(segment))
-          .description("The version of the segment in use (0: none yet)")
-          .tag("segment", segment)
-          .register(metrics);
-    }
+    SegmentRegistry segments = new SegmentRegistry(policies.current().policies().segmentNames());
+    segmentGauges(segments, metrics);
+    policies.onChange(
+        p -> {
+          segments.prioritize(p.segmentNames());
+          segmentGauges(segments, metrics);
+        });
+    Gauge.builder("sendcap.policies.version", policies, p -> p.current().version())
+        .description("The published version of the policies in use (0: policies.file)")
+        .register(metrics);
     Properties props = SendcapTopology.streamsProperties(config, metrics);
     InstantSource clock = InstantSource.system();
     LimiterBackpressure backpressure = new LimiterBackpressure(redis, clock, metrics);
+    Undecided undecided = new Undecided(metrics);
     KafkaStreams streams =
         new KafkaStreams(
             SendcapTopology.build(
-                config, policies, segments, redis::open, clock, backpressure, metrics),
+                config, policies, segments, redis::open, clock, backpressure, undecided, metrics),
             props);
     backpressure.attach(streams);
     HttpEndpoint http = serve(config, metrics, streams, redis, backpressure);
@@ -104,7 +119,8 @@ public final class SendcapApp implements AutoCloseable {
     streams.resume();
     List<AutoCloseable> binders = bindMeters(streams, metrics);
     LOG.info(
-        "sendcap started: {} -> {} | {}, DLQ {}; Redis {}{}, clock {}, failure mode {}",
+        "sendcap started: {} -> {} | {}, DLQ {}; Redis {}{}, clock {}, failure mode {}, mode {},"
+            + " policies v{} ({})",
         config.topics().input(),
         config.topics().deliveries(),
         config.topics().suppressed(),
@@ -112,8 +128,25 @@ public final class SendcapApp implements AutoCloseable {
         config.limiter().uris(),
         config.limiter().cluster() ? " (cluster)" : "",
         config.limiter().clock(),
-        config.limiter().failureMode());
-    return new SendcapApp(redis, streams, segments, backpressure, metrics, binders, http);
+        config.limiter().failureMode(),
+        config.mode(),
+        policies.current().version(),
+        policies.current().origin());
+    // A drain decides the batch in hand: its wait, one Redis round trip, and some slack.
+    Duration drainTimeout =
+        config.batch().maxWait().plus(config.limiter().timeout()).plusSeconds(5);
+    return new SendcapApp(
+        redis, streams, segments, backpressure, undecided, drainTimeout, metrics, binders, http);
+  }
+
+  /** The version of every segment the policies name, as a gauge (registering twice is a no-op). */
+  private static void segmentGauges(SegmentRegistry segments, MeterRegistry metrics) {
+    for (String segment : segments.priorityOrder()) {
+      Gauge.builder("sendcap.segment.version", segments, r -> r.version(segment))
+          .description("The version of the segment in use (0: none yet)")
+          .tag("segment", segment)
+          .register(metrics);
+    }
   }
 
   /** Serves metrics and health on {@code http.port}, unless it is -1. */
@@ -222,6 +255,13 @@ public final class SendcapApp implements AutoCloseable {
 
   private static void requireTopics(SendcapConfig config) {
     SendcapConfig.Topics t = config.topics();
+    try {
+      if (new PolicyTopic(config, ADMIN_TIMEOUT).ensureExists()) {
+        LOG.info("created topic {} (compacted) for published policies", t.policies());
+      }
+    } catch (IllegalArgumentException e) {
+      throw new StartupException(e.getMessage(), e);
+    }
     List<String> needed =
         List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters(), t.segments());
     List<String> missing;
@@ -266,12 +306,33 @@ public final class SendcapApp implements AutoCloseable {
     return http == null ? -1 : http.port();
   }
 
-  /** Stops processing, committing what has been decided; undecided sends stay in the buffer. */
+  /**
+   * Stops processing: decides the sends in hand first (unless the limiter is unreachable in block
+   * mode), then commits. Sends still undecided stay in the changelogged buffer, for whichever
+   * instance runs their task next.
+   */
   @Override
   public void close() {
-    LOG.info("sendcap stopping: committing what is decided; undecided sends stay buffered");
+    long inHand = undecided.count();
+    LOG.info("sendcap stopping: deciding the {} sends in hand, then committing", inHand);
     if (http != null) {
       http.close();
+    }
+    if (backpressure.holding()) {
+      LOG.warn("the limiter is unreachable: {} undecided sends stay buffered", inHand);
+    } else {
+      try {
+        undecided.startDraining();
+        long left = undecided.awaitNone(drainTimeout);
+        if (left > 0) {
+          LOG.warn(
+              "{} sends still undecided after {} ms; they stay buffered",
+              left,
+              drainTimeout.toMillis());
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
     boolean stopped = streams.close(Duration.ofSeconds(60));
     backpressure.close();

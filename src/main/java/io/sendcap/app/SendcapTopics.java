@@ -52,6 +52,25 @@ final class SendcapTopics {
   }
 
   /**
+   * The settings of a plain Kafka client: the connection and security keys of the configuration,
+   * without the Kafka Streams keys a client would log as unknown.
+   */
+  static Properties clientProperties(SendcapConfig config) {
+    Properties kafka = new Properties();
+    Properties all = config.streams();
+    for (String key : all.stringPropertyNames()) {
+      if (key.startsWith("bootstrap.")
+          || key.startsWith("security.")
+          || key.startsWith("sasl.")
+          || key.startsWith("ssl.")
+          || key.equals("client.dns.lookup")) {
+        kafka.setProperty(key, all.getProperty(key));
+      }
+    }
+    return kafka;
+  }
+
+  /**
    * Checks that the broker answers and has {@code topic}.
    *
    * @throws IllegalArgumentException saying which is not the case

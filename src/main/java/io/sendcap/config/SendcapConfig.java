@@ -32,9 +32,11 @@ import org.apache.kafka.streams.StreamsConfig;
  *
  * @param streams the Kafka Streams properties, sendcap's defaults applied
  * @param topics the topic names
- * @param policiesFile the policy file
+ * @param policiesFile the policy file, used until a version is published on {@code topic.policies}
  * @param segmentsLoadTimeout how long start-up waits for every segment the policies name
  * @param limiter the settings of the Redis limiter
+ * @param mode whether capped sends are suppressed ({@code enforce}) or delivered all the same and
+ *     only reported on the suppressed topic ({@code shadow})
  * @param batch when a task's micro-batch is flushed
  * @param avroSerde {@code single-object}, or the class name of a Kafka {@code Serde} for Avro
  * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
@@ -50,6 +52,7 @@ public record SendcapConfig(
     Path policiesFile,
     Duration segmentsLoadTimeout,
     Limiter limiter,
+    Mode mode,
     Batch batch,
     String avroSerde,
     List<Schema> writerSchemas,
@@ -81,7 +84,23 @@ public record SendcapConfig(
 
   /** Topic names. */
   public record Topics(
-      String input, String deliveries, String suppressed, String deadLetters, String segments) {}
+      String input,
+      String deliveries,
+      String suppressed,
+      String deadLetters,
+      String segments,
+      String policies) {}
+
+  /** What a capped send becomes. */
+  public enum Mode {
+    /** Suppressed: it goes to the suppressed topic only. */
+    ENFORCE,
+    /**
+     * Delivered all the same, and also written to the suppressed topic marked as shadow: a policy
+     * tried on live traffic before it is enforced.
+     */
+    SHADOW
+  }
 
   /** When a task flushes its micro-batch: at {@code maxRecords} or after {@code maxWait}. */
   public record Batch(int maxRecords, Duration maxWait) {}
@@ -159,7 +178,8 @@ public record SendcapConfig(
             r.string("topic.deliveries", "deliveries"),
             r.string("topic.suppressed", "suppressed"),
             r.string("topic.dlq", "campaign-sends-dlq"),
-            r.string("topic.segments", "segments"));
+            r.string("topic.segments", "segments"),
+            r.string("topic.policies", "policies"));
     Limiter limiter =
         new Limiter(
             r.redisUris("cap.redis.uri", "redis://localhost:6379"),
@@ -170,6 +190,7 @@ public record SendcapConfig(
             r.choice("cap.clock", Clock.WALL),
             r.millis("cap.idempotency.retention.ms", 86_400_000),
             r.intRange("cap.redis.sends-per-call", 16, 1, 1000));
+    Mode mode = r.choice("cap.mode", Mode.ENFORCE);
     Batch batch =
         new Batch(
             r.intRange("batch.max.records", 500, 1, 100_000), r.millis("batch.max.wait.ms", 50));
@@ -187,6 +208,7 @@ public record SendcapConfig(
         policies,
         segments,
         limiter,
+        mode,
         batch,
         serde,
         writerSchemas,
@@ -245,6 +267,8 @@ public record SendcapConfig(
             "batch.max.wait.ms",
             "policies.file",
             "topic.segments",
+            "topic.policies",
+            "cap.mode",
             "segments.load.timeout.ms",
             "avro.serde");
 

@@ -17,6 +17,7 @@ import org.slf4j.LoggerFactory;
  * <p>Versions are installed by the loader that reads the {@code segments} topic; a lookup sees
  * either the old or the new version of a segment, never a mix, because every install replaces one
  * immutable snapshot with another. An install of a version not newer than the one held is ignored.
+ * The priority order changes the same way when new policies are published.
  */
 public final class SegmentRegistry implements SegmentIndex {
   private static final Logger LOG = LoggerFactory.getLogger(SegmentRegistry.class);
@@ -24,25 +25,42 @@ public final class SegmentRegistry implements SegmentIndex {
   /** A segment version in use: its manifest and its users. */
   public record Loaded(SegmentRecords.Manifest manifest, UserIds ids) {}
 
-  private final List<String> priority;
+  /** What lookups check: the segments in priority order and the users of each (null: none yet). */
+  private record Snapshot(List<String> priority, UserIds[] sets) {}
+
   private final Map<String, Loaded> loaded = new ConcurrentHashMap<>();
-  private volatile UserIds[] snapshot;
+  private volatile Snapshot snapshot;
 
   /** A registry whose lookups check {@code priorityOrder}'s segments, first one first. */
   public SegmentRegistry(List<String> priorityOrder) {
-    this.priority = List.copyOf(priorityOrder);
-    this.snapshot = new UserIds[priority.size()];
+    this.snapshot = snapshot(List.copyOf(priorityOrder));
   }
 
   @Override
   public String segmentOf(long userId) {
-    UserIds[] sets = snapshot;
+    Snapshot s = snapshot;
+    UserIds[] sets = s.sets();
     for (int i = 0; i < sets.length; i++) {
       if (sets[i] != null && sets[i].contains(userId)) {
-        return priority.get(i);
+        return s.priority().get(i);
       }
     }
     return null;
+  }
+
+  /** Checks {@code priorityOrder}'s segments from now on, first one first. */
+  public synchronized void prioritize(List<String> priorityOrder) {
+    snapshot = snapshot(List.copyOf(priorityOrder));
+    notifyAll();
+  }
+
+  private Snapshot snapshot(List<String> priority) {
+    UserIds[] sets = new UserIds[priority.size()];
+    for (int i = 0; i < sets.length; i++) {
+      Loaded l = loaded.get(priority.get(i));
+      sets[i] = l == null ? null : l.ids();
+    }
+    return new Snapshot(priority, sets);
   }
 
   /**
@@ -55,12 +73,7 @@ public final class SegmentRegistry implements SegmentIndex {
       return false;
     }
     loaded.put(manifest.segment(), new Loaded(manifest, ids));
-    UserIds[] next = new UserIds[priority.size()];
-    for (int i = 0; i < next.length; i++) {
-      Loaded l = loaded.get(priority.get(i));
-      next[i] = l == null ? null : l.ids();
-    }
-    snapshot = next;
+    snapshot = snapshot(snapshot.priority());
     LOG.info(
         "segment {} v{} in use: {} users, {} bytes{}",
         manifest.segment(),
@@ -85,7 +98,7 @@ public final class SegmentRegistry implements SegmentIndex {
 
   /** The segments of the priority order, in that order. */
   public List<String> priorityOrder() {
-    return priority;
+    return snapshot.priority();
   }
 
   /** Which of {@code names} no version is held of. */
@@ -99,14 +112,14 @@ public final class SegmentRegistry implements SegmentIndex {
    */
   public synchronized List<String> awaitAll(Duration timeout) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
-    List<String> missing = missing(priority);
+    List<String> missing = missing(priorityOrder());
     while (!missing.isEmpty()) {
       long left = deadline - System.nanoTime();
       if (left <= 0) {
         break;
       }
       wait(Math.max(1, left / 1_000_000));
-      missing = missing(priority);
+      missing = missing(priorityOrder());
     }
     return new ArrayList<>(missing);
   }

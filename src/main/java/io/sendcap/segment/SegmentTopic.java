@@ -108,6 +108,11 @@ public final class SegmentTopic {
     return read(priorityOrder, false, true);
   }
 
+  /** The newest complete version of each segment on the topic, by name, without reading bitmaps. */
+  public Map<String, Long> publishedVersions() {
+    return read(List.of(), false, false).manifestVersions();
+  }
+
   /**
    * Reads the topic; with {@code assemble} false, only its keys and manifests, which is all a
    * publisher needs to pick the next version and the chunks to delete.

@@ -2,8 +2,9 @@ package io.sendcap.topology;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
 import io.sendcap.avro.internal.PendingSend;
-import io.sendcap.config.Policies;
+import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
@@ -44,6 +45,11 @@ import org.slf4j.LoggerFactory;
  * oldest send has waited {@code batch.max.wait.ms}. Deciding a send twice is harmless: the limiter
  * is idempotent by message id.
  *
+ * <p>Each batch is decided under one version of the policies, the newest when it is flushed, even
+ * if another arrives while it is in flight. Under {@code cap.mode=shadow} a capped send is
+ * delivered all the same and also written to the suppressed topic marked as shadow. Before a clean
+ * shutdown, {@link Undecided#startDraining()} makes the task decide its batch in hand at once.
+ *
  * <p>A send with invalid values fails {@code process()} with an {@link InvalidSendException}, which
  * {@link InvalidSendHandler} sends to the dead-letter topic. While the limiter is unreachable under
  * {@code cap.redis.failure-mode=block}, sends stay in the buffer and {@link Backpressure} holds
@@ -54,14 +60,15 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
 
   private final SendcapConfig config;
   private final SegmentIndex segments;
-  private final Map<String, Policy> policies = new HashMap<>();
-  private final Policy defaultPolicy;
+  private final LivePolicies policies;
+  private Rules rules;
   private final Supplier<CapStore> capStores;
   private final InstantSource wallClock;
   private final String storeName;
   private final Backpressure backpressure;
   private final SendValidator validator;
   private final DecisionMeters meters;
+  private final Undecided undecided;
   private TreeMap<Long, PendingSend> pending = new TreeMap<>();
   private InFlight inFlight;
 
@@ -72,17 +79,18 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
 
   CapProcessor(
       SendcapConfig config,
-      Policies policies,
+      LivePolicies policies,
       SegmentIndex segments,
       Supplier<CapStore> capStores,
       InstantSource wallClock,
       Backpressure backpressure,
+      Undecided undecided,
       MeterRegistry metrics,
       String storeName) {
     this.config = config;
     this.segments = segments;
-    policies.segments().forEach(p -> this.policies.put(p.segment(), p));
-    this.defaultPolicy = policies.defaultPolicy();
+    this.policies = policies;
+    this.undecided = undecided;
     this.capStores = capStores;
     this.wallClock = wallClock;
     this.storeName = storeName;
@@ -100,6 +108,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     }
     if (!pending.isEmpty()) {
       LOG.info("task {}: {} restored sends to decide", context.taskId(), pending.size());
+      undecided.add(pending.size());
     }
     oldestPendingSince = context.currentSystemTimeMs();
     capStore = capStores.get();
@@ -129,7 +138,11 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     }
     buffer.put(offset, entry);
     pending.put(offset, entry);
-    if (pending.size() >= config.batch().maxRecords()) {
+    undecided.add(1);
+    if (undecided.draining()) {
+      flush();
+      complete();
+    } else if (pending.size() >= config.batch().maxRecords()) {
       flush();
     }
   }
@@ -137,9 +150,36 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private void punctuate(long wallTime) {
     complete();
     if (!pending.isEmpty()
-        && wallTime - oldestPendingSince >= config.batch().maxWait().toMillis()) {
+        && (undecided.draining()
+            || wallTime - oldestPendingSince >= config.batch().maxWait().toMillis())) {
       flush();
+      if (undecided.draining()) {
+        complete();
+      }
     }
+  }
+
+  /** One version of the policies, by segment, as a batch is decided under it. */
+  private record Rules(LivePolicies.Version version, Map<String, Policy> bySegment) {
+    static Rules of(LivePolicies.Version version) {
+      Map<String, Policy> bySegment = new HashMap<>();
+      version.policies().segments().forEach(p -> bySegment.put(p.segment(), p));
+      return new Rules(version, bySegment);
+    }
+
+    Policy of(String segment) {
+      Policy p = bySegment.get(segment);
+      return p == null ? version.policies().defaultPolicy() : p;
+    }
+  }
+
+  /** The rules of the newest version of the policies. */
+  private Rules rules() {
+    LivePolicies.Version current = policies.current();
+    if (rules == null || rules.version() != current) {
+      rules = Rules.of(current);
+    }
+    return rules;
   }
 
   /**
@@ -148,6 +188,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
    */
   private record InFlight(
       TreeMap<Long, PendingSend> sends,
+      Rules rules,
       List<CapRequest> requests,
       CapStore.Pending decisions,
       long now) {}
@@ -163,16 +204,17 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       return;
     }
     long now = wallClock.millis();
+    Rules batchRules = rules();
     TreeMap<Long, PendingSend> sends = pending;
     pending = new TreeMap<>();
     List<CapRequest> requests = new ArrayList<>(sends.size());
     for (PendingSend p : sends.values()) {
       if (!p.getSend().getTransactional()) {
-        requests.add(request(p, now));
+        requests.add(request(p, batchRules.of(p.getSegment()), now));
       }
     }
     meters.batch(sends.size());
-    inFlight = new InFlight(sends, requests, submit(requests), now);
+    inFlight = new InFlight(sends, batchRules, requests, submit(requests), now);
   }
 
   private CapStore.Pending submit(List<CapRequest> requests) {
@@ -219,37 +261,48 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
           e.getMessage());
       decisions = null;
     }
-    forward(batch.sends(), decisions, batch.now());
+    forward(batch, decisions);
   }
 
-  private void forward(TreeMap<Long, PendingSend> sends, List<Decision> decisions, long now) {
+  private void forward(InFlight batch, List<Decision> decisions) {
+    boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
     int next = 0;
-    for (PendingSend p : sends.values()) {
+    for (PendingSend p : batch.sends().values()) {
       ScheduledSend send = p.getSend();
-      long decidedAt = decisionTime(send, now);
+      long decidedAt = decisionTime(send, batch.now());
       SpecificRecord out;
       if (send.getTransactional()) {
         out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
       } else if (decisions == null) {
         out = unavailable(send, p.getSegment(), decidedAt);
       } else {
-        out = Outcomes.of(send, policyOf(p.getSegment()), decisions.get(next++), decidedAt);
+        Policy policy = batch.rules().of(p.getSegment());
+        out = Outcomes.of(send, policy, decisions.get(next++), decidedAt);
       }
-      meters.count(p.getSegment(), send.getChannel(), out);
-      context.forward(new Record<>(key(p), out, p.getTimestamp()));
+      if (shadow && out instanceof Suppression capped) {
+        capped.setShadow(true);
+        emit(p, Outcomes.delivery(send, p.getSegment(), decidedAt, false));
+      }
+      emit(p, out);
     }
-    for (Long offset : sends.keySet()) {
+    for (Long offset : batch.sends().keySet()) {
       buffer.put(offset, null); // a delete that does not read back the old value
     }
+    undecided.remove(batch.sends().size());
   }
 
-  private CapRequest request(PendingSend p, long now) {
+  private void emit(PendingSend p, SpecificRecord out) {
+    meters.count(p.getSegment(), p.getSend().getChannel(), out);
+    context.forward(new Record<>(key(p), out, p.getTimestamp()));
+  }
+
+  private CapRequest request(PendingSend p, Policy policy, long now) {
     ScheduledSend send = p.getSend();
     return new CapRequest(
         send.getUserId(),
         send.getMessageId(),
         decisionTime(send, now),
-        policyOf(p.getSegment()),
+        policy,
         send.getChannel(),
         send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()));
   }
@@ -258,10 +311,6 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     return config.limiter().clock() == SendcapConfig.Clock.EVENT
         ? send.getScheduledAt().toEpochMilli()
         : now;
-  }
-
-  private Policy policyOf(String segment) {
-    return policies.getOrDefault(segment, defaultPolicy);
   }
 
   private SpecificRecord unavailable(ScheduledSend send, String segment, long decidedAt) {
@@ -282,7 +331,9 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
 
   @Override
   public void close() {
-    inFlight = null; // its sends are still in the changelogged store
+    // Sends not decided stay in the changelogged store, for whoever runs this task next.
+    undecided.remove(pending.size() + (inFlight == null ? 0 : inFlight.sends().size()));
+    inFlight = null;
     if (capStore != null) {
       capStore.close();
     }

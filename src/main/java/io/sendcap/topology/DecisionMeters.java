@@ -13,7 +13,8 @@ import org.apache.avro.specific.SpecificRecord;
 
 /**
  * The meters of one cap processor: {@code sendcap.sends.allowed} by segment, channel and whether
- * the limiter was bypassed; {@code sendcap.sends.suppressed} by segment, channel and reason; and
+ * the limiter was bypassed; {@code sendcap.sends.suppressed} by segment, channel, reason and
+ * whether it was a shadow suppression ({@code cap.mode=shadow}: the send was delivered too); and
  * {@code sendcap.batch.size}, the sends of each flushed batch.
  *
  * <p>Counters are looked up once per segment, channel and outcome and kept, so that counting a send
@@ -23,8 +24,11 @@ final class DecisionMeters {
   private static final Channel[] CHANNELS = Channel.values();
   private static final SuppressionReason[] REASONS = SuppressionReason.values();
 
-  /** Per channel: allowed, allowed unchecked (fail-open), then one per suppression reason. */
-  private static final int OUTCOMES = 2 + REASONS.length;
+  /**
+   * Per channel: allowed, allowed unchecked (fail-open), then one per suppression reason, then one
+   * per shadow suppression reason.
+   */
+  private static final int OUTCOMES = 2 + 2 * REASONS.length;
 
   private final MeterRegistry registry;
   private final DistributionSummary batchSize;
@@ -51,7 +55,7 @@ final class DecisionMeters {
         bySegment.computeIfAbsent(segment, s -> new Counter[CHANNELS.length * OUTCOMES]);
     int outcome;
     if (out instanceof Suppression s) {
-      outcome = 2 + s.getReason().ordinal();
+      outcome = 2 + (s.getShadow() ? REASONS.length : 0) + s.getReason().ordinal();
     } else {
       outcome = ((Delivery) out).getFailOpen() ? 1 : 0;
     }
@@ -73,11 +77,13 @@ final class DecisionMeters {
           .tag("fail_open", Boolean.toString(outcome == 1))
           .register(registry);
     }
+    int suppression = outcome - 2;
     return Counter.builder("sendcap.sends.suppressed")
-        .description("Sends suppressed")
+        .description("Sends suppressed (shadow: delivered all the same under cap.mode=shadow)")
         .tag("segment", segment)
         .tag("channel", channel.name())
-        .tag("reason", REASONS[outcome - 2].name())
+        .tag("reason", REASONS[suppression % REASONS.length].name())
+        .tag("shadow", Boolean.toString(suppression >= REASONS.length))
         .register(registry);
   }
 }

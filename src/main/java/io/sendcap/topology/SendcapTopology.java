@@ -5,7 +5,7 @@ import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.internal.PendingSend;
-import io.sendcap.config.Policies;
+import io.sendcap.config.LivePolicies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapStore;
 import io.sendcap.segment.SegmentLoader;
@@ -47,27 +47,33 @@ public final class SendcapTopology {
   /** The global store of segment chunks waiting for their manifest. */
   public static final String SEGMENT_STORE = "segment-chunks";
 
+  /** The global store of the newest published policies. */
+  public static final String POLICY_STORE = "published-policies";
+
   private SendcapTopology() {}
 
   /**
    * Builds the topology.
    *
    * @param config the application settings
-   * @param policies the caps of each segment
+   * @param policies the caps of each segment; the topology's global store keeps them up to date
+   *     from the policies topic
    * @param segments where each user's segment is looked up; the topology's global store keeps it up
    *     to date from the {@code segments} topic
    * @param capStores opens a cap store for each task
    * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
    * @param backpressure what holds sends back while the limiter is unreachable in block mode
+   * @param undecided counts the sends read and not decided yet, and drains them before a shutdown
    * @param metrics where the decisions are counted
    */
   public static Topology build(
       SendcapConfig config,
-      Policies policies,
+      LivePolicies policies,
       SegmentRegistry segments,
       Supplier<CapStore> capStores,
       InstantSource wallClock,
       Backpressure backpressure,
+      Undecided undecided,
       MeterRegistry metrics) {
     Map<String, Object> props = new HashMap<>();
     config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
@@ -94,6 +100,7 @@ public final class SendcapTopology {
                 capStores,
                 wallClock,
                 backpressure,
+                undecided,
                 metrics,
                 PENDING_STORE);
           }
@@ -115,6 +122,13 @@ public final class SendcapTopology {
         topics.segments(),
         Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("segments"),
         () -> new SegmentStoreProcessor(loader, SEGMENT_STORE));
+    builder.addGlobalStore(
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore(POLICY_STORE), Serdes.String(), Serdes.ByteArray())
+            .withLoggingDisabled(),
+        topics.policies(),
+        Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("policies"),
+        () -> new PolicyStoreProcessor(policies, POLICY_STORE, metrics));
     builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), sends).withName("sends"))
         .process(decide, Named.as("decide"))
         .split(Named.as("decision-"))

@@ -148,8 +148,7 @@ final class CapScenario {
   /**
    * The record of a send as the campaign engine produces it: keyed by user, at its scheduled time.
    */
-  private static ProducerRecord<byte[], byte[]> record(
-      String topic, ScheduledSend send, byte[] value) {
+  static ProducerRecord<byte[], byte[]> record(String topic, ScheduledSend send, byte[] value) {
     return new ProducerRecord<>(
         topic, null, send.getScheduledAt().toEpochMilli(), key(send.getUserId()), value);
   }

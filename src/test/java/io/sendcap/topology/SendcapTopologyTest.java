@@ -8,7 +8,9 @@ import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.SuppressionReason;
+import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policies;
+import io.sendcap.config.PolicyRecords;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.CapStore;
@@ -66,7 +68,10 @@ class SendcapTopologyTest {
       new SingleObjectAvroSerde<>(Suppression.class);
   private final SlidingLogModel model = new SlidingLogModel(Duration.ZERO);
   private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+  private final Undecided undecided = new Undecided(metrics);
+  private LivePolicies policies;
   private TopologyTestDriver driver;
+  private TestInputTopic<String, byte[]> publishedPolicies;
   private TestInputTopic<byte[], byte[]> input;
   private TestOutputTopic<byte[], byte[]> delivered;
   private TestOutputTopic<byte[], byte[]> suppressed;
@@ -79,7 +84,6 @@ class SendcapTopologyTest {
   private void start(
       int batchRecords, Properties extra, Supplier<CapStore> store, Backpressure backpressure) {
     Properties props = new Properties();
-    props.putAll(extra);
     props.setProperty("bootstrap.servers", "unused:9092");
     props.setProperty("cap.clock", "event");
     // TopologyTestDriver drops dead-letter records under exactly_once_v2; PipelineIT checks them
@@ -87,19 +91,23 @@ class SendcapTopologyTest {
     props.setProperty("processing.guarantee", "at_least_once");
     props.setProperty("batch.max.records", String.valueOf(batchRecords));
     props.setProperty("batch.max.wait.ms", "1000");
+    props.putAll(extra);
     SendcapConfig config = SendcapConfig.from(props, "test");
     UserIds newUsers = new UserIds();
     newUsers.add(NEW_USER);
-    Policies policies = Policies.parse(POLICIES, "test");
+    policies = new LivePolicies(Policies.parse(POLICIES, "test"), "test");
+    SegmentRegistry registry = new SegmentRegistry(policies.current().policies().segmentNames());
+    policies.onChange(p -> registry.prioritize(p.segmentNames()));
     driver =
         new TopologyTestDriver(
             SendcapTopology.build(
                 config,
                 policies,
-                new SegmentRegistry(policies.segmentNames()),
+                registry,
                 store,
                 InstantSource.fixed(T0),
                 backpressure,
+                undecided,
                 metrics),
             SendcapTopology.streamsProperties(config));
     TestInputTopic<String, byte[]> segments =
@@ -109,6 +117,8 @@ class SendcapTopologyTest {
     }
     ByteArraySerializer ser = new ByteArraySerializer();
     ByteArrayDeserializer de = new ByteArrayDeserializer();
+    publishedPolicies =
+        driver.createInputTopic("policies", new StringSerializer(), new ByteArraySerializer());
     input = driver.createInputTopic("campaign-sends", ser, ser);
     delivered = driver.createOutputTopic("deliveries", de, de);
     suppressed = driver.createOutputTopic("suppressed", de, de);
@@ -180,7 +190,7 @@ class SendcapTopologyTest {
     assertThat(
             metrics
                 .get("sendcap.sends.suppressed")
-                .tags("segment", "default", "channel", "EMAIL", "reason", "CAP")
+                .tags("segment", "default", "channel", "EMAIL", "reason", "CAP", "shadow", "false")
                 .counter()
                 .count())
         .isEqualTo(1.0);
@@ -362,6 +372,105 @@ class SendcapTopologyTest {
     driver.advanceWallClockTime(Duration.ofMillis(600));
     driver.advanceWallClockTime(Duration.ofMillis(500));
     assertThat(delivered.readValuesToList()).hasSize(1);
+  }
+
+  @Test
+  void inShadowModeCappedSendsAreDeliveredAndReportedAsShadowSuppressions() {
+    Properties shadow = new Properties();
+    shadow.setProperty("cap.mode", "shadow");
+    start(1, shadow, () -> model, Backpressure.NONE);
+    pipe(send("a", 1, Duration.ZERO));
+    pipe(send("b", 1, Duration.ofHours(1)));
+    pipe(send("c", 1, Duration.ofHours(2)));
+
+    assertThat(deliveredIds()).containsExactly("a", "b", "c");
+    Suppression s = suppressions.decode(suppressed.readValue());
+    assertThat(s.getSend().getMessageId()).isEqualTo("c");
+    assertThat(s.getShadow()).isTrue();
+    assertThat(s.getReason()).isEqualTo(SuppressionReason.CAP);
+    assertThat(suppressed.isEmpty()).isTrue();
+    assertThat(
+            metrics
+                .get("sendcap.sends.suppressed")
+                .tags("segment", "default", "reason", "CAP", "shadow", "true")
+                .counter()
+                .count())
+        .isEqualTo(1.0);
+    assertThat(metrics.get("sendcap.sends.allowed").counters())
+        .extracting(c -> c.count())
+        .containsExactly(3.0);
+  }
+
+  @Test
+  void policiesPublishedWhileRunningDecideTheSendsThatFollow() {
+    start(1);
+    pipe(send("a", NEW_USER, Duration.ZERO));
+    pipe(send("b", NEW_USER, Duration.ofHours(1)));
+    assertThat(deliveredIds()).containsExactly("a");
+    suppressed.readValuesToList();
+
+    publish(
+        """
+        segments:
+          - name: new-users
+            caps:
+              - {window: 1d, limit: 3}
+        default:
+          caps:
+            - {window: 1d, limit: 2}
+        """);
+    assertThat(policies.current().version()).isEqualTo(1);
+    pipe(send("c", NEW_USER, Duration.ofHours(2)));
+    pipe(send("d", NEW_USER, Duration.ofHours(3)));
+    pipe(send("e", NEW_USER, Duration.ofHours(4)));
+
+    assertThat(deliveredIds()).containsExactly("c", "d");
+    Suppression s = suppressions.decode(suppressed.readValue());
+    assertThat(s.getSend().getMessageId()).isEqualTo("e");
+    assertThat(s.getCapLimit()).isEqualTo(3);
+  }
+
+  @Test
+  void invalidPublishedPoliciesAreCountedAndTheVersionInUseStays() {
+    start(1);
+    publish(
+        """
+        segments: []
+        default:
+          caps:
+            - {window: 1d, limit: 0}
+        """);
+
+    assertThat(policies.current().version()).isZero();
+    assertThat(metrics.get("sendcap.policies.rejected").counter().count()).isEqualTo(1.0);
+    pipe(send("a", NEW_USER, Duration.ZERO));
+    pipe(send("b", NEW_USER, Duration.ofHours(1)));
+    assertThat(deliveredIds()).containsExactly("a");
+  }
+
+  @Test
+  void aShutdownDrainDecidesTheBatchInHandAndEachSendAfterIt() {
+    Properties slow = new Properties();
+    slow.setProperty("batch.max.wait.ms", "60000");
+    start(100, slow, () -> model, Backpressure.NONE);
+    pipe(send("a", 1, Duration.ZERO));
+    pipe(send("b", 2, Duration.ZERO));
+    assertThat(undecided.count()).isEqualTo(2);
+
+    undecided.startDraining();
+    driver.advanceWallClockTime(Duration.ofSeconds(30));
+    assertThat(delivered.readValuesToList())
+        .as("decided at the first tick, though they waited only 30 of 60 s")
+        .hasSize(2);
+    assertThat(undecided.count()).isZero();
+
+    pipe(send("c", 3, Duration.ZERO));
+    assertThat(delivered.readValuesToList()).hasSize(1);
+    assertThat(undecided.count()).isZero();
+  }
+
+  private void publish(String yaml) {
+    publishedPolicies.pipeInput(PolicyRecords.KEY, yaml.getBytes(StandardCharsets.UTF_8));
   }
 
   private static String header(TestRecord<byte[], byte[]> record, String name) {
