@@ -132,9 +132,8 @@ public final class SendcapApp implements AutoCloseable {
         config.mode(),
         policies.current().version(),
         policies.current().origin());
-    // A drain decides the batch in hand: its wait, one Redis round trip, and some slack.
-    Duration drainTimeout =
-        config.batch().maxWait().plus(config.limiter().timeout()).plusSeconds(5);
+    // A drain decides the batch in hand at the next tick: one Redis round trip, and some slack.
+    Duration drainTimeout = Undecided.TICK.plus(config.limiter().timeout()).plusSeconds(5);
     return new SendcapApp(
         redis, streams, segments, backpressure, undecided, drainTimeout, metrics, binders, http);
   }

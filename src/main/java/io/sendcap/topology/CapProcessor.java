@@ -113,7 +113,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     oldestPendingSince = context.currentSystemTimeMs();
     capStore = capStores.get();
     Duration maxWait = config.batch().maxWait();
-    Duration tick = Duration.ofMillis(Math.max(1, maxWait.toMillis() / 2));
+    Duration tick =
+        Duration.ofMillis(Math.max(1, Math.min(maxWait.toMillis() / 2, Undecided.TICK.toMillis())));
     context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::punctuate);
   }
 

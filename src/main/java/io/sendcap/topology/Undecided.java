@@ -14,6 +14,9 @@ import java.time.Duration;
  * work and the delay of a restore.
  */
 public final class Undecided {
+  /** How often a task looks at least whether its batch is due, and so whether to drain. */
+  public static final Duration TICK = Duration.ofMillis(100);
+
   private long count;
   private volatile boolean draining;
 

@@ -60,6 +60,23 @@ public final class TestKafka implements AutoCloseable {
     }
   }
 
+  /** The sum of the offsets consumer group {@code groupId} has committed on {@code topic}. */
+  public long committedOffsets(String groupId, String topic) {
+    try (Admin admin = cluster.admin()) {
+      return admin
+          .listConsumerGroupOffsets(groupId)
+          .partitionsToOffsetAndMetadata()
+          .get()
+          .entrySet()
+          .stream()
+          .filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
+          .mapToLong(e -> e.getValue().offset())
+          .sum();
+    } catch (ExecutionException | InterruptedException e) {
+      throw failure("Could not read the offsets of group " + groupId, e);
+    }
+  }
+
   /** Stops the cluster and deletes its data. */
   @Override
   public void close() {

@@ -150,7 +150,7 @@ class SendcapTopologyTest {
 
   /**
    * Lets the punctuator forward the batch in flight: a flushed batch's decisions are forwarded at
-   * the next flush or punctuation (every half of batch.max.wait.ms).
+   * the next flush or punctuation (every half of batch.max.wait.ms, at most 100 ms).
    */
   private void settle() {
     driver.advanceWallClockTime(Duration.ofMillis(500));
