@@ -1,0 +1,138 @@
+package io.sendcap.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.sendcap.config.Policies;
+import io.sendcap.config.SendcapConfig;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.StreamSupport;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * docker-compose.yml cannot be started on the build machines (no Docker engine), so it is kept
+ * correct by reading it: the services sendcap is pointed at exist under those names and ports, the
+ * settings it is given are keys the application knows with values it accepts, and the topics and
+ * segments it needs are created and published.
+ */
+class DockerComposeTest {
+  private static JsonNode services;
+  private static List<String> sendcapCommand;
+  private static SendcapConfig config;
+
+  @BeforeAll
+  static void read() throws IOException {
+    JsonNode compose =
+        new ObjectMapper(new YAMLFactory()).readTree(Path.of("docker-compose.yml").toFile());
+    services = compose.path("services");
+    sendcapCommand = strings(services.path("sendcap").path("command"));
+    config = SendcapConfig.load(Path.of(option(sendcapCommand, "--config").get(0)), overrides());
+  }
+
+  @Test
+  void hasKafkaInKraftModeRedisTopicCreationAndSendcap() {
+    assertThat(services.fieldNames())
+        .toIterable()
+        .contains("kafka", "redis", "topics", "segments", "sendcap");
+    JsonNode kafka = services.path("kafka").path("environment");
+    assertThat(kafka.path("KAFKA_PROCESS_ROLES").asText()).isEqualTo("broker,controller");
+    assertThat(kafka.has("KAFKA_ZOOKEEPER_CONNECT")).isFalse();
+    assertThat(sendcapCommand.subList(0, 2)).containsExactly("bin/sendcap", "run");
+  }
+
+  @Test
+  void sendcapReachesKafkaAndRedisByTheirServiceNamesAndPorts() {
+    URI bootstrap = URI.create("kafka://" + config.streams().getProperty("bootstrap.servers"));
+    assertThat(bootstrap.getHost()).isEqualTo("kafka");
+    JsonNode kafka = services.path("kafka").path("environment");
+    assertThat(kafka.path("KAFKA_ADVERTISED_LISTENERS").asText())
+        .isEqualTo("PLAINTEXT://kafka:" + bootstrap.getPort());
+    assertThat(kafka.path("KAFKA_LISTENERS").asText())
+        .contains("PLAINTEXT://:" + bootstrap.getPort());
+    assertThat(strings(services.path("kafka").path("ports")))
+        .contains(bootstrap.getPort() + ":" + bootstrap.getPort());
+
+    assertThat(config.limiter().uris()).hasSize(1);
+    URI redis = URI.create(config.limiter().uris().get(0));
+    assertThat(redis.getHost()).isEqualTo("redis");
+    assertThat(strings(services.path("redis").path("ports"))).contains(redis.getPort() + ":6379");
+    assertThat(config.limiter().cluster()).isFalse();
+
+    assertThat(strings(services.path("sendcap").path("ports")).get(0))
+        .startsWith(config.httpPort() + ":" + config.httpPort());
+    assertThat(dependsOn("sendcap").fieldNames()).toIterable().contains("segments", "redis");
+  }
+
+  @Test
+  void theTopicsServiceCreatesEveryTopicSendcapNeedsBeforeItStarts() {
+    SendcapConfig.Topics topics = config.topics();
+    String script = strings(services.path("topics").path("command")).get(0);
+    Matcher loop = Pattern.compile("for t in ([^;]+); do").matcher(script);
+    assertThat(loop.find()).as(script).isTrue();
+
+    assertThat(loop.group(1).trim().split("\\s+"))
+        .containsExactlyInAnyOrder(
+            topics.input(), topics.deliveries(), topics.suppressed(), topics.deadLetters());
+    assertThat(script).contains("--bootstrap-server kafka:9092");
+    assertThat(dependsOn("topics").path("kafka").path("condition").asText())
+        .isEqualTo("service_healthy");
+  }
+
+  @Test
+  void theSegmentsServicePublishesEverySegmentThePoliciesNameFromFilesThatExist() {
+    String script = strings(services.path("segments").path("command")).get(0);
+    Matcher loop = Pattern.compile("for s in ([^;]+); do").matcher(script);
+    assertThat(loop.find()).as(script).isTrue();
+    List<String> published = List.of(loop.group(1).trim().split("\\s+"));
+
+    assertThat(published)
+        .containsExactlyInAnyOrderElementsOf(Policies.load(config.policiesFile()).segmentNames());
+    for (String segment : published) {
+      assertThat(Path.of("config/segments/" + segment + ".ids")).isRegularFile();
+    }
+    assertThat(script)
+        .contains(
+            "bin/sendcap segments publish --config config/sendcap.properties"
+                + " --set bootstrap.servers=kafka:9092 --name $$s --ids config/segments/$$s.ids");
+    assertThat(dependsOn("sendcap").path("segments").path("condition").asText())
+        .isEqualTo("service_completed_successfully");
+  }
+
+  private static JsonNode dependsOn(String service) {
+    return services.path(service).path("depends_on");
+  }
+
+  private static Map<String, String> overrides() {
+    Map<String, String> sets = new LinkedHashMap<>();
+    for (String set : option(sendcapCommand, "--set")) {
+      int eq = set.indexOf('=');
+      sets.put(set.substring(0, eq), set.substring(eq + 1));
+    }
+    return sets;
+  }
+
+  private static List<String> option(List<String> command, String name) {
+    List<String> values = new ArrayList<>();
+    for (int i = 0; i + 1 < command.size(); i++) {
+      if (command.get(i).equals(name)) {
+        values.add(command.get(i + 1));
+      }
+    }
+    return values;
+  }
+
+  private static List<String> strings(JsonNode list) {
+    return StreamSupport.stream(list.spliterator(), false).map(JsonNode::asText).toList();
+  }
+}
