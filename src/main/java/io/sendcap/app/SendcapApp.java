@@ -21,6 +21,8 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 import org.slf4j.Logger;
@@ -88,11 +90,12 @@ public final class SendcapApp implements AutoCloseable {
     PrometheusMeterRegistry metrics = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     RedisConnector redis = connectRedis(config, metrics);
     SegmentRegistry segments = new SegmentRegistry(policies.current().policies().segmentNames());
-    segmentGauges(segments, metrics);
+    Set<String> gauged = ConcurrentHashMap.newKeySet();
+    segmentGauges(segments, gauged, metrics);
     policies.onChange(
         p -> {
           segments.prioritize(p.segmentNames());
-          segmentGauges(segments, metrics);
+          segmentGauges(segments, gauged, metrics);
         });
     Gauge.builder("sendcap.policies.version", policies, p -> p.current().version())
         .description("The published version of the policies in use (0: policies.file)")
@@ -138,9 +141,13 @@ public final class SendcapApp implements AutoCloseable {
         redis, streams, segments, backpressure, undecided, drainTimeout, metrics, binders, http);
   }
 
-  /** The version of every segment the policies name, as a gauge (registering twice is a no-op). */
-  private static void segmentGauges(SegmentRegistry segments, MeterRegistry metrics) {
+  /** The version of every segment the policies name, as a gauge; {@code gauged} has one already. */
+  private static void segmentGauges(
+      SegmentRegistry segments, Set<String> gauged, MeterRegistry metrics) {
     for (String segment : segments.priorityOrder()) {
+      if (!gauged.add(segment)) {
+        continue;
+      }
       Gauge.builder("sendcap.segment.version", segments, r -> r.version(segment))
           .description("The version of the segment in use (0: none yet)")
           .tag("segment", segment)

@@ -24,7 +24,6 @@ public final class Undecided {
   public Undecided(MeterRegistry metrics) {
     Gauge.builder("sendcap.sends.undecided", this, Undecided::count)
         .description("Sends read and not yet decided, buffered in the tasks of this instance")
-        .baseUnit("sends")
         .register(metrics);
   }
 
