@@ -15,6 +15,7 @@ import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -25,6 +26,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -71,6 +73,7 @@ final class PolicyTopic {
               .configs(
                   Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
       admin.createTopics(List.of(t)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      awaitPartition(admin);
       return true;
     } catch (ExecutionException e) {
       if (e.getCause() instanceof TopicExistsException) {
@@ -83,6 +86,36 @@ final class PolicyTopic {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalArgumentException("interrupted while creating topic " + topic, e);
+    }
+  }
+
+  /**
+   * Waits until the broker describes the new topic's partition: a consumer that asks a moment after
+   * the creation may otherwise find no partition (a global store then fails to start).
+   */
+  private void awaitPartition(Admin admin)
+      throws InterruptedException, ExecutionException, TimeoutException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      try {
+        TopicDescription d =
+            admin
+                .describeTopics(List.of(topic))
+                .allTopicNames()
+                .get(timeout.toMillis(), TimeUnit.MILLISECONDS)
+                .get(topic);
+        if (!d.partitions().isEmpty() && d.partitions().get(0).leader() != null) {
+          return;
+        }
+      } catch (ExecutionException e) {
+        if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+          throw e;
+        }
+      }
+      if (System.nanoTime() > deadline) {
+        throw new TimeoutException("topic " + topic + " has no leader yet");
+      }
+      Thread.sleep(50);
     }
   }
 
