@@ -201,6 +201,10 @@ final class PoliciesCommand {
   }
 
   private static String cap(Cap c) {
-    return c.limit() + " per " + c.name() + (c.channel() == null ? "" : " (" + c.channel() + ")");
+    return c.limit()
+        + " per "
+        + c.name()
+        + (c.channel() == null ? "" : " (" + c.channel() + ")")
+        + (c.countsTheLog() ? "" : " " + c.algorithm().key());
   }
 }

@@ -18,6 +18,7 @@ import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
@@ -112,7 +113,8 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
     for (int i = 0; list.isArray() && i < list.size(); i++) {
       String capPath = path + ".caps[" + i + "]";
       JsonNode capNode = list.get(i);
-      unknownKeys(capNode, List.of("window", "limit", "channel"), capPath + ".", problems);
+      unknownKeys(
+          capNode, List.of("window", "limit", "channel", "algorithm"), capPath + ".", problems);
       String window = capNode.path("window").asText(null);
       Cap.Kind kind = kind(window);
       Duration duration =
@@ -121,14 +123,26 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
         problems.add(capPath + ".window", window, Durations.ALLOWED + ", or " + CALENDAR_WINDOWS);
       }
       Channel channel = channel(capNode.path("channel"), capPath, problems);
+      Cap.Algorithm algorithm = algorithm(capNode.path("algorithm"), window, capPath, problems);
       JsonNode limit = capNode.path("limit");
       if (!limit.canConvertToInt() || !limit.isIntegralNumber() || limit.intValue() < 1) {
         problems.add(
             capPath + ".limit",
             limit.isMissingNode() ? null : limit.asText(),
             "a whole number >= 1");
-      } else if (duration != null) {
-        caps.add(new Cap(window.trim(), kind, duration, limit.intValue(), channel));
+      } else if (algorithm == Cap.Algorithm.SLIDING_WINDOW
+          && duration != null
+          && limit.intValue() > Cap.maxSlidingWindowLimit(duration)) {
+        problems.add(
+            capPath + ".limit",
+            limit.asText(),
+            "at most "
+                + Cap.maxSlidingWindowLimit(duration)
+                + " for a sliding-window cap of "
+                + window.trim()
+                + " (limit × window in ms must not exceed 2^50)");
+      } else if (duration != null && algorithm != null) {
+        caps.add(new Cap(window.trim(), kind, duration, limit.intValue(), channel, algorithm));
       }
     }
     Duration minInterval = Duration.ZERO;
@@ -158,6 +172,31 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
       case CALENDAR_WEEK -> CalendarPeriods.LONGEST_WEEK;
       default -> CalendarPeriods.LONGEST_MONTH;
     };
+  }
+
+  /** The cap's algorithm: sliding-log if none is named; null (a problem noted) if invalid. */
+  private static Cap.Algorithm algorithm(
+      JsonNode node, String window, String path, Problems problems) {
+    if (node.isMissingNode()) {
+      return Cap.Algorithm.SLIDING_LOG;
+    }
+    Optional<Cap.Algorithm> algorithm =
+        Cap.Algorithm.of(node.asText().trim().toLowerCase(Locale.ROOT));
+    if (algorithm.isEmpty()) {
+      List<String> allowed = Arrays.stream(Cap.Algorithm.values()).map(Cap.Algorithm::key).toList();
+      problems.add(path + ".algorithm", node.asText(), "one of " + String.join(", ", allowed));
+      return null;
+    }
+    if (kind(window) != Cap.Kind.ROLLING && algorithm.get() != Cap.Algorithm.SLIDING_LOG) {
+      problems.add(
+          path + ".algorithm",
+          node.asText(),
+          "sliding-log only for the calendar window "
+              + window.trim()
+              + "; sliding-window, fixed-window and token-bucket need a rolling window such as 1d");
+      return null;
+    }
+    return algorithm.get();
   }
 
   private static Channel channel(JsonNode node, String path, Problems problems) {

@@ -27,11 +27,29 @@ public record Policy(String segment, List<Cap> caps, Duration minInterval, ZoneI
     this(segment, caps, minInterval, ZoneOffset.UTC);
   }
 
-  /** The longest span the policy looks back: its longest window or its minimum interval. */
+  /**
+   * How long the policy's state is kept after a send: the longest of its {@link #logHorizon()} and
+   * its caps' {@link Cap#stateLifetime()}s. For a policy of sliding logs only, its longest window
+   * or its minimum interval.
+   */
   public Duration horizon() {
+    Duration longest = logHorizon();
+    for (Cap cap : caps) {
+      if (cap.stateLifetime().compareTo(longest) > 0) {
+        longest = cap.stateLifetime();
+      }
+    }
+    return longest;
+  }
+
+  /**
+   * The longest span the user's log of sends is looked back over: the windows of the sliding-log
+   * caps and the minimum interval. Caps of the other algorithms keep counters instead.
+   */
+  public Duration logHorizon() {
     Duration longest = minInterval;
     for (Cap cap : caps) {
-      if (cap.window().compareTo(longest) > 0) {
+      if (cap.countsTheLog() && cap.window().compareTo(longest) > 0) {
         longest = cap.window();
       }
     }

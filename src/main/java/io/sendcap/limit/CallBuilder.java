@@ -14,8 +14,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Groups the requests of a batch into calls of the sliding-log script, each deciding up to {@code
- * sendsPerCall} sends whose keys share a cluster slot, in request order within a slot.
+ * Groups the requests of a batch into calls of the caps script ({@code lua/sliding_log.lua}), each
+ * deciding up to {@code sendsPerCall} sends whose keys share a cluster slot, in request order
+ * within a slot.
  *
  * <p>The caps that apply to a send (its policy's caps for all channels or for the send's channel)
  * form its <em>shape</em>; each call carries its distinct shapes once, and each send gives the
@@ -142,20 +143,63 @@ final class CallBuilder {
       List<Cap> caps = policy.caps().stream().filter(c -> c.appliesTo(channel)).toList();
       int[] indexes = caps.stream().mapToInt(policy.caps()::indexOf).toArray();
       long interval = policy.minInterval().toMillis();
-      long horizon = Math.max(policy.horizon().toMillis(), retentionMs);
+      long horizon = Math.max(policy.logHorizon().toMillis(), retentionMs);
+      long ttl = Math.max(policy.horizon().toMillis(), horizon);
       List<byte[]> args = new ArrayList<>();
       args.add(ascii(interval));
       args.add(ascii(horizon));
+      args.add(ascii(ttl));
       args.add(ascii(caps.size()));
       for (Cap cap : caps) {
-        boolean calendar = cap.kind() != Cap.Kind.ROLLING;
-        args.add(ascii(calendar ? 1 : 0));
-        args.add(ascii(calendar ? 0 : cap.window().toMillis()));
+        args.add(ascii(kind(cap)));
+        args.add(ascii(window(cap)));
         args.add(ascii(cap.limit()));
         args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
+        args.add(counterIdentity(cap));
       }
       return new Shape(caps, indexes, List.copyOf(args));
     }
+
+    /** The script's code for how the cap counts. */
+    private static int kind(Cap cap) {
+      return switch (cap.algorithm()) {
+        case SLIDING_LOG -> cap.kind() == Cap.Kind.ROLLING ? 0 : 1;
+        case FIXED_WINDOW -> 2;
+        case SLIDING_WINDOW -> 3;
+        case TOKEN_BUCKET -> 4;
+      };
+    }
+
+    /** The window in ms; a token bucket's emission interval; 0 for a calendar period. */
+    private static long window(Cap cap) {
+      if (cap.kind() != Cap.Kind.ROLLING) {
+        return 0;
+      }
+      return cap.algorithm() == Cap.Algorithm.TOKEN_BUCKET
+          ? cap.emissionIntervalMs()
+          : cap.window().toMillis();
+    }
+  }
+
+  /**
+   * The identity of a counter cap's state in the user's sorted set, after the script's tag byte:
+   * the window in ms, {@code /limit} for a token bucket (whose state is measured in emission
+   * intervals), {@code :channel code} for a cap of one channel; empty for a sliding log. Caps of
+   * the same algorithm, window and channel count the same sends, so they share their state, also
+   * across policies: a user who moves to another segment keeps what was counted.
+   */
+  static byte[] counterIdentity(Cap cap) {
+    if (cap.countsTheLog()) {
+      return new byte[0];
+    }
+    StringBuilder id = new StringBuilder().append(cap.window().toMillis());
+    if (cap.algorithm() == Cap.Algorithm.TOKEN_BUCKET) {
+      id.append('/').append(cap.limit());
+    }
+    if (cap.channel() != null) {
+      id.append(':').append(MessageIds.channelCode(cap.channel()));
+    }
+    return id.toString().getBytes(StandardCharsets.US_ASCII);
   }
 
   private static byte[] ascii(long n) {

@@ -22,8 +22,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The exact sliding-log {@link CapStore} on Redis: one sorted set per user, checked and recorded by
- * {@code lua/sliding_log.lua} called with EVALSHA.
+ * The {@link CapStore} on Redis: one sorted set per user, holding the user's log of sends (the
+ * exact sliding log, and the idempotency ids of every algorithm) and the counters of caps of the
+ * other algorithms, checked and recorded by {@code lua/sliding_log.lua} called with EVALSHA.
  *
  * <p>A batch is split into calls of up to {@code cap.redis.sends-per-call} sends (on a cluster,
  * sends whose keys share a slot), written with auto-flush off and flushed once, so it costs one

@@ -122,6 +122,68 @@ class PoliciesTest {
   }
 
   @Test
+  void eachCapNamesItsAlgorithmAndTheSlidingLogIsTheDefault() {
+    Policy p =
+        Policies.parse(
+                """
+                default:
+                  caps:
+                    - {window: 1d, limit: 2}
+                    - {window: 1d, limit: 2, algorithm: sliding-window}
+                    - {window: 1h, limit: 1, algorithm: fixed-window, channel: sms}
+                    - {window: 7d, limit: 5, algorithm: Token-Bucket}
+                    - {window: calendar-day, limit: 3, algorithm: sliding-log}
+                """,
+                "p.yaml")
+            .defaultPolicy();
+    assertThat(p.caps())
+        .extracting(Cap::algorithm)
+        .containsExactly(
+            Cap.Algorithm.SLIDING_LOG,
+            Cap.Algorithm.SLIDING_WINDOW,
+            Cap.Algorithm.FIXED_WINDOW,
+            Cap.Algorithm.TOKEN_BUCKET,
+            Cap.Algorithm.SLIDING_LOG);
+    assertThat(p.caps().get(2))
+        .isEqualTo(
+            new Cap(
+                "1h",
+                Cap.Kind.ROLLING,
+                Duration.ofHours(1),
+                1,
+                Channel.SMS,
+                Cap.Algorithm.FIXED_WINDOW));
+    assertThat(p.logHorizon()).as("the sliding logs' windows").isEqualTo(Duration.ofHours(25));
+    assertThat(p.horizon()).as("the token bucket's 7 days").isEqualTo(Duration.ofDays(7));
+  }
+
+  @Test
+  void anUnknownAlgorithmOrACounterOnACalendarWindowIsReportedWithEveryOtherProblem() {
+    InvalidConfigException e =
+        invalid(
+            """
+            segments:
+              - name: a
+                caps:
+                  - {window: 1d, limit: 1, algorithm: leaky-bucket}
+                  - {window: calendar-week, limit: 3, algorithm: fixed-window}
+                  - {window: 1d, limit: 0, algorithm: token-bucket}
+            default:
+              caps: [{window: 1w, limit: 2000000000, algorithm: sliding-window}]
+            """);
+    assertThat(e.problems())
+        .containsExactly(
+            "segments[0].caps[0].algorithm=\"leaky-bucket\" is invalid: one of sliding-log,"
+                + " sliding-window, fixed-window, token-bucket",
+            "segments[0].caps[1].algorithm=\"fixed-window\" is invalid: sliding-log only for the"
+                + " calendar window calendar-week; sliding-window, fixed-window and token-bucket"
+                + " need a rolling window such as 1d",
+            "segments[0].caps[2].limit=\"0\" is invalid: a whole number >= 1",
+            "default.caps[0].limit=\"2000000000\" is invalid: at most 1861606 for a"
+                + " sliding-window cap of 1w (limit × window in ms must not exceed 2^50)");
+  }
+
+  @Test
   void malformedYamlIsReportedAsSuch() {
     assertThatThrownBy(() -> Policies.parse("segments: [", "p.yaml"))
         .isInstanceOf(InvalidConfigException.class)

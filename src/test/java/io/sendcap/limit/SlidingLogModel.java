@@ -13,14 +13,30 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A plain Java model of the sliding-log rules of DESIGN.md, written for clarity rather than speed:
- * the reference the Lua script is compared with. Entries older than the horizon are evicted when a
- * send is logged; until then they still identify a replay.
+ * A plain Java model of the rules of DESIGN.md, written for clarity rather than speed: the
+ * reference the Lua script is compared with. Every user has a log of the sends allowed to them
+ * (their times, and their ids for replays), which sliding-log caps count; caps of the other
+ * algorithms count with a {@link CounterModel} per user and counter identity. Log entries older
+ * than the horizon (the sliding-log windows, the minimum interval, at least the retention) are
+ * evicted when a send is logged; until then they still identify a replay.
  */
 public final class SlidingLogModel implements CapStore {
   private record Entry(long time, Channel channel) {}
 
+  /**
+   * What a counter's state belongs to: caps of one algorithm, window and channel count the same
+   * sends; a token bucket's state is also measured in its limit's emission intervals.
+   */
+  private record CounterId(
+      long user, Cap.Algorithm algorithm, Duration window, Channel channel, int limit) {
+    static CounterId of(long user, Cap cap) {
+      int limit = cap.algorithm() == Cap.Algorithm.TOKEN_BUCKET ? cap.limit() : 0;
+      return new CounterId(user, cap.algorithm(), cap.window(), cap.channel(), limit);
+    }
+  }
+
   private final Map<Long, Map<String, Entry>> logs = new HashMap<>();
+  private final Map<CounterId, CounterModel> counters = new HashMap<>();
   private final long retentionMs;
 
   /** A model that keeps each logged send for at least {@code retention}. */
@@ -51,18 +67,34 @@ public final class SlidingLogModel implements CapStore {
     int failed = -1;
     int failedCount = 0;
     long next = now;
+    Map<CounterId, Runnable> charges = new HashMap<>();
     for (int i = 0; i < policy.caps().size(); i++) {
       Cap cap = policy.caps().get(i);
       if (!cap.appliesTo(r.channel())) {
         continue;
       }
-      List<Long> inside = inside(cap, entries, r);
-      if (inside.size() >= cap.limit()) {
+      long count;
+      long releasedAt;
+      if (cap.countsTheLog()) {
+        List<Long> inside = inside(cap, entries, r);
+        count = inside.size();
+        releasedAt = count >= cap.limit() ? release(cap, inside, r) : now;
+      } else {
+        CounterId counter = CounterId.of(r.userId(), cap);
+        CounterModel.Verdict verdict =
+            counters
+                .computeIfAbsent(counter, k -> CounterModel.of(cap.algorithm()))
+                .judge(cap, now);
+        count = verdict.count();
+        releasedAt = verdict.releasedAt();
+        charges.putIfAbsent(counter, verdict.charge());
+      }
+      if (count >= cap.limit()) {
         if (failed < 0) {
           failed = i;
-          failedCount = inside.size();
+          failedCount = Math.toIntExact(count);
         }
-        next = Math.max(next, release(cap, inside, r));
+        next = Math.max(next, releasedAt);
       }
     }
     long interval = policy.minInterval().toMillis();
@@ -80,9 +112,10 @@ public final class SlidingLogModel implements CapStore {
     if (tooSoon) {
       return new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
     }
-    long horizon = Math.max(policy.horizon().toMillis(), retentionMs);
+    long horizon = Math.max(policy.logHorizon().toMillis(), retentionMs);
     log.values().removeIf(e -> e.time() <= now - horizon);
     log.put(id, new Entry(now, r.channel()));
+    charges.values().forEach(Runnable::run);
     return new Decision(Decision.Outcome.ALLOWED, -1, 0, now);
   }
 

@@ -26,9 +26,10 @@ import net.jqwik.api.lifecycle.BeforeContainer;
 
 /**
  * The Lua script on a real Redis decides exactly as the plain Java model of the same rules, for
- * random policies (rolling and calendar caps, channel scopes, minimum intervals, time zones) and
- * random sequences of sends (in and out of time order, with duplicates, across day, week and month
- * boundaries and a daylight-saving change), split into random batches.
+ * random policies (rolling and calendar caps of every algorithm, channel scopes, minimum intervals,
+ * time zones) and random sequences of sends (in and out of time order, with duplicates, on and one
+ * millisecond before window boundaries, across day, week and month boundaries and a daylight-saving
+ * change), split into random batches.
  */
 class SlidingLogScriptIT {
   /** Six hours before the end of October 2026 in UTC: month, ISO week and DST boundaries ahead. */
@@ -73,6 +74,33 @@ class SlidingLogScriptIT {
       @ForAll("policies") List<Policy> policies,
       @ForAll("sends") List<Send> sends,
       @ForAll("batchSizes") int batchSize) {
+    decideAsTheModel(policies, sends, batchSize);
+  }
+
+  /** Every rolling cap of the policies counted by one algorithm: each gets tries of its own. */
+  @Property(tries = 400)
+  void eachAlgorithmAloneDecidesAsItsModel(
+      @ForAll Cap.Algorithm algorithm,
+      @ForAll("policies") List<Policy> policies,
+      @ForAll("sends") List<Send> sends,
+      @ForAll("batchSizes") int batchSize) {
+    List<Policy> alone = policies.stream().map(p -> countedBy(p, algorithm)).toList();
+    decideAsTheModel(alone, sends, batchSize);
+  }
+
+  private static Policy countedBy(Policy p, Cap.Algorithm algorithm) {
+    List<Cap> caps =
+        p.caps().stream()
+            .map(
+                c ->
+                    c.kind() == Cap.Kind.ROLLING
+                        ? new Cap(c.name(), c.kind(), c.window(), c.limit(), c.channel(), algorithm)
+                        : c)
+            .toList();
+    return new Policy(p.segment(), caps, p.minInterval(), p.zone());
+  }
+
+  private void decideAsTheModel(List<Policy> policies, List<Send> sends, int batchSize) {
     long base = USERS.getAndAdd(10);
     List<CapRequest> requests = new ArrayList<>();
     for (Send s : sends) {
@@ -99,8 +127,13 @@ class SlidingLogScriptIT {
   @Provide
   Arbitrary<List<Policy>> policies() {
     Arbitrary<Cap> rolling =
-        Combinators.combine(Arbitraries.of(1, 2, 5, 10, 60), Arbitraries.integers().between(1, 4))
-            .as((minutes, limit) -> new Cap(minutes + "m", Duration.ofMinutes(minutes), limit));
+        Combinators.combine(
+                Arbitraries.of(1, 2, 5, 10, 60),
+                Arbitraries.integers().between(1, 4),
+                Arbitraries.of(Cap.Algorithm.class))
+            .as(
+                (minutes, limit, algorithm) ->
+                    new Cap(minutes + "m", Duration.ofMinutes(minutes), limit, algorithm));
     Arbitrary<Cap> calendar =
         Combinators.combine(
                 Arbitraries.of(
@@ -112,7 +145,9 @@ class SlidingLogScriptIT {
                 Arbitraries.frequencyOf(
                     net.jqwik.api.Tuple.of(3, rolling), net.jqwik.api.Tuple.of(1, calendar)),
                 Arbitraries.of(Channel.class).injectNull(0.6))
-            .as((c, channel) -> new Cap(c.name(), c.kind(), c.window(), c.limit(), channel));
+            .as(
+                (c, channel) ->
+                    new Cap(c.name(), c.kind(), c.window(), c.limit(), channel, c.algorithm()));
     Arbitrary<Duration> interval =
         Arbitraries.of(Duration.ZERO, Duration.ofSeconds(30), Duration.ofMinutes(3));
     Arbitrary<Policy> policy =
@@ -146,15 +181,22 @@ class SlidingLogScriptIT {
   }
 
   /**
-   * Spreads the sends over time, each a random step from the one before, some backwards, and a
-   * third of them on a whole half hour, where calendar periods begin and end.
+   * Spreads the sends over time, each a random step from the one before, some backwards; a third of
+   * them on a whole half hour, where calendar periods begin and end and so do the buckets of every
+   * generated window, and a sixth one millisecond before one.
    */
   private static List<Send> mostlyInTimeOrder(List<Send> raw) {
     List<Send> sends = new ArrayList<>();
     long t = 0;
     for (Send s : raw) {
       t = Math.max(0, t + s.offsetMs() / 2);
-      long at = s.message() % 3 == 0 ? t - t % HALF_HOUR : t;
+      long boundary = t - t % HALF_HOUR;
+      long at =
+          switch (s.message() % 6) {
+            case 0, 3 -> boundary;
+            case 1 -> Math.max(0, boundary - 1);
+            default -> t;
+          };
       sends.add(new Send(s.user(), s.message(), at, s.channel(), s.zone()));
     }
     return sends;
