@@ -130,8 +130,9 @@ local function sliding(cap, counters, now, w)
     -- in the next bucket, once current * (window - elapsed) < limit * window
     at = start + 2 * window - floor((limit * window - 1) / current)
   end
+  -- (0 - previous: never a negative zero)
   writes[w + 1], writes[w + 2], writes[w + 3], writes[w + 4], writes[w + 5], writes[w + 6] =
-    -bucket, cap.bucket, -(current + 1), cap.count, -previous, cap.previous
+    -bucket, cap.bucket, -(current + 1), cap.count, 0 - previous, cap.previous
   return floor(weighted / window), at
 end
 

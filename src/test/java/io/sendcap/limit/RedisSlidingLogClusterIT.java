@@ -64,6 +64,38 @@ class RedisSlidingLogClusterIT {
   }
 
   @Test
+  void capsOfEveryAlgorithmInOnePolicyDecideAsTheModelOnEveryNode() {
+    Policy mixed =
+        new Policy(
+            "mixed",
+            List.of(
+                new Cap("1d", Duration.ofDays(1), 3),
+                new Cap("1h", Duration.ofHours(1), 1, Cap.Algorithm.FIXED_WINDOW),
+                new Cap("1d", Duration.ofDays(1), 2, Cap.Algorithm.SLIDING_WINDOW),
+                new Cap("1d", Duration.ofDays(1), 2, Cap.Algorithm.TOKEN_BUCKET)),
+            Duration.ZERO);
+    long hour = Duration.ofHours(1).toMillis();
+    long[] offsets = {0, hour / 2, 2 * hour, 2 * hour, 3 * hour, 30 * hour};
+    List<CapRequest> sends = new ArrayList<>();
+    for (int k = 0; k < offsets.length; k++) {
+      for (int u = 20_000; u < 20_300; u++) {
+        String id = k == 3 ? "m" + u + "-0" : "m" + u + "-" + k; // the fourth replays the first
+        sends.add(new CapRequest(u, id, T0 + offsets[k], mixed));
+      }
+    }
+    List<Decision> decisions = new ArrayList<>();
+    try (RedisSlidingLog log = connector.open()) {
+      for (int i = 0; i < sends.size(); i += 300) {
+        decisions.addAll(log.decide(sends.subList(i, i + 300)));
+      }
+    }
+    assertThat(decisions).isEqualTo(new SlidingLogModel(Duration.ofDays(1)).decide(sends));
+    assertThat(decisions)
+        .extracting(Decision::outcome)
+        .contains(Decision.Outcome.ALLOWED, Decision.Outcome.DUPLICATE, Decision.Outcome.CAPPED);
+  }
+
+  @Test
   void afterEveryNodeFlushedItsScriptsTheScriptIsLoadedAgain() {
     try (RedisSlidingLog log = connector.open()) {
       for (String uri : cluster.uris()) {
