@@ -9,6 +9,7 @@ import picocli.CommandLine.Command;
     description = "Measures sendcap's performance; each subcommand prints one table from one run.",
     subcommands = {
       LimiterBenchCommand.class,
+      AlgorithmsBenchCommand.class,
       SegmentsBenchCommand.class,
       PipelineBenchCommand.class
     })

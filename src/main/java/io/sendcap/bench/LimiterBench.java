@@ -9,6 +9,7 @@ import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.CapStore;
+import io.sendcap.limit.Decision;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.limit.RedisSlidingLog;
 import io.sendcap.limit.ScriptCall;
@@ -24,6 +25,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.SplittableRandom;
 import java.util.function.BiFunction;
+import java.util.function.Consumer;
 
 /**
  * The limiter benchmark: sendcap's script against the same workload driven in several ways, and the
@@ -58,7 +60,10 @@ final class LimiterBench {
           "bench",
           List.of(new Cap("1d", Duration.ofDays(1), 2), new Cap("7d", Duration.ofDays(7), 5)),
           Duration.ZERO);
-  private static final long T0 = 1_790_000_000_000L;
+
+  /** The start of every workload, in epoch ms. */
+  static final long T0 = 1_790_000_000_000L;
+
   private static final long HOUR = 3_600_000L;
 
   private final Options options;
@@ -73,11 +78,16 @@ final class LimiterBench {
 
   /** The workload: sends to users drawn uniformly, spread evenly over a week, unique ids. */
   static List<CapRequest> workload(int sends, int users) {
+    return workload(sends, users, Duration.ofDays(7), POLICY);
+  }
+
+  /** The same workload spread over {@code span} under another policy. */
+  static List<CapRequest> workload(int sends, int users, Duration span, Policy policy) {
     SplittableRandom random = new SplittableRandom(7);
-    long week = Duration.ofDays(7).toMillis();
+    long ms = span.toMillis();
     List<CapRequest> requests = new ArrayList<>(sends);
     for (int i = 0; i < sends; i++) {
-      requests.add(new CapRequest(random.nextInt(users), "m" + i, T0 + week * i / sends, POLICY));
+      requests.add(new CapRequest(random.nextInt(users), "m" + i, T0 + ms * i / sends, policy));
     }
     return requests;
   }
@@ -135,19 +145,26 @@ final class LimiterBench {
     }
   }
 
-  /** Decides {@code work} in batches, one batch in flight while the next one is prepared. */
   private void decideAll(RedisSlidingLog log, List<CapRequest> work) {
+    decideAll(log, work, options.batch(), decisions -> {});
+  }
+
+  /**
+   * Decides {@code work} in batches of {@code batch}, one batch in flight while the next one is
+   * prepared, handing each batch's decisions to {@code sink} in order.
+   */
+  static void decideAll(
+      CapStore log, List<CapRequest> work, int batch, Consumer<List<Decision>> sink) {
     CapStore.Pending inFlight = null;
-    for (int i = 0; i < work.size(); i += options.batch()) {
-      CapStore.Pending next =
-          log.submit(work.subList(i, Math.min(work.size(), i + options.batch())));
+    for (int i = 0; i < work.size(); i += batch) {
+      CapStore.Pending next = log.submit(work.subList(i, Math.min(work.size(), i + batch)));
       if (inFlight != null) {
-        inFlight.await();
+        sink.accept(inFlight.await());
       }
       inFlight = next;
     }
     if (inFlight != null) {
-      inFlight.await();
+      sink.accept(inFlight.await());
     }
   }
 
@@ -238,7 +255,8 @@ final class LimiterBench {
     return new long[] {(after - before) / users, sample == null ? 0 : sample};
   }
 
-  private static long usedMemory(RedisCommands<String, String> redis) {
+  /** The server's {@code used_memory} from INFO memory, in bytes. */
+  static long usedMemory(RedisCommands<String, String> redis) {
     return redis
         .info("memory")
         .lines()
