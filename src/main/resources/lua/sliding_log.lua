@@ -19,10 +19,12 @@
 --            counters of the caps that are not sliding logs: member = a tag byte below 32 (so
 --                     never an id) then the cap's identity (see CallBuilder), score = minus the
 --                     value, so that counters sort before every log entry:
---                       1 fixed window's bucket, 2 its count;
---                       3 sliding window's bucket, 4 its count, 5 the previous bucket's count;
---                       6 token bucket's theoretical arrival time (TAT)
---            buckets are numbered floor(time / window) from the epoch.
+--                       1 fixed window: its bucket's start + the bucket's count
+--                       2 sliding window: the same, 3 the count of the bucket before it
+--                       4 token bucket: the theoretical arrival time (TAT)
+--                     buckets are window-long spans from the epoch; a count stays below the
+--                     window in ms (Cap checks the limit), so start + count is read back whole.
+--                     The packing halves what Redis prints (ZRANGE) and parses (ZADD) per send.
 -- ARGV[1]  the index in ARGV of the first send's arguments
 -- ARGV     then the shapes of the call: the caps that apply to a kind of send, each
 --            minInterval horizon ttl ncaps     interval ms (0: none); horizon ms (log entries
@@ -70,12 +72,11 @@ local function shape(sh)
         cap.bound = 3 + 2 * v.calendars
         v.calendars = v.calendars + 1
       elseif kind == 2 then
-        cap.bucket, cap.count = char(1) .. ARGV[k + 4], char(2) .. ARGV[k + 4]
+        cap.count = char(1) .. ARGV[k + 4]
       elseif kind == 3 then
-        cap.bucket, cap.count, cap.previous =
-          char(3) .. ARGV[k + 4], char(4) .. ARGV[k + 4], char(5) .. ARGV[k + 4]
+        cap.count, cap.previous = char(2) .. ARGV[k + 4], char(3) .. ARGV[k + 4]
       elseif kind == 4 then
-        cap.tat = char(6) .. ARGV[k + 4]
+        cap.tat = char(4) .. ARGV[k + 4]
       end
       v[c] = cap
     end
@@ -88,32 +89,34 @@ end
 -- arguments of the counters a logged send changes: reused.
 local times, channels, inside, writes = {}, {}, {}, {}
 
--- A fixed window: count and release time; queues the count's update.
+-- A fixed window: its count and release time; queues the count's update. Returns the next
+-- free index of writes.
 local function fixed(cap, counters, now, w)
   local window = cap.window
-  local bucket, count = floor(now / window), 0
-  local held = counters and counters[cap.bucket]
-  if held ~= nil and held >= bucket then
-    bucket, count = held, counters[cap.count] or 0
+  local start, count = now - now % window, 0
+  local held = counters and counters[cap.count]
+  if held ~= nil and held - held % window >= start then
+    start = held - held % window
+    count = held - start
   end
-  writes[w + 1], writes[w + 2], writes[w + 3], writes[w + 4] =
-    -bucket, cap.bucket, -(count + 1), cap.count
-  return count, (bucket + 1) * window
+  writes[w + 1], writes[w + 2] = -(start + count + 1), cap.count
+  return count, start + window, w + 2
 end
 
 -- A sliding window: the weighted count and its release time; queues the counts' update.
 local function sliding(cap, counters, now, w)
   local window, limit = cap.window, cap.limit
-  local bucket, current, previous = floor(now / window), 0, 0
-  local held = counters and counters[cap.bucket]
+  local start, current, previous, turned = now - now % window, 0, 0, true
+  local held = counters and counters[cap.count]
   if held ~= nil then
-    if held >= bucket then
-      bucket, current, previous = held, counters[cap.count] or 0, counters[cap.previous] or 0
-    elseif held == bucket - 1 then
-      previous = counters[cap.count] or 0
+    local heldStart = held - held % window
+    if heldStart >= start then
+      start, current, previous, turned =
+        heldStart, held - heldStart, counters[cap.previous] or 0, false
+    elseif heldStart == start - window then
+      previous = held - heldStart
     end
   end
-  local start = bucket * window
   local elapsed = now - start
   if elapsed < 0 then
     elapsed = 0
@@ -130,10 +133,13 @@ local function sliding(cap, counters, now, w)
     -- in the next bucket, once current * (window - elapsed) < limit * window
     at = start + 2 * window - floor((limit * window - 1) / current)
   end
-  -- (0 - previous: never a negative zero)
-  writes[w + 1], writes[w + 2], writes[w + 3], writes[w + 4], writes[w + 5], writes[w + 6] =
-    -bucket, cap.bucket, -(current + 1), cap.count, 0 - previous, cap.previous
-  return floor(weighted / window), at
+  writes[w + 1], writes[w + 2] = -(start + current + 1), cap.count
+  if turned then
+    -- (0 - previous: never a negative zero)
+    writes[w + 3], writes[w + 4] = 0 - previous, cap.previous
+    w = w + 2
+  end
+  return floor(weighted / window), at, w + 2
 end
 
 -- A token bucket (GCRA): the sends it holds and its release time; queues the TAT's update.
@@ -145,7 +151,7 @@ local function bucket(cap, counters, now, w)
   end
   writes[w + 1], writes[w + 2] = -(tat + interval), cap.tat
   -- allowed iff tat - now <= (limit - 1) * interval, i.e. it holds fewer than limit sends
-  return floor((tat - now + interval - 1) / interval), tat - (cap.limit - 1) * interval
+  return floor((tat - now + interval - 1) / interval), tat - (cap.limit - 1) * interval, w + 2
 end
 
 local function decide(key, a, v)
@@ -197,14 +203,11 @@ local function decide(key, a, v)
       end
       at = stop
     elseif kind == 2 then
-      count, at = fixed(cap, counters, now, w)
-      w = w + 4
+      count, at, w = fixed(cap, counters, now, w)
     elseif kind == 3 then
-      count, at = sliding(cap, counters, now, w)
-      w = w + 6
+      count, at, w = sliding(cap, counters, now, w)
     else
-      count, at = bucket(cap, counters, now, w)
-      w = w + 2
+      count, at, w = bucket(cap, counters, now, w)
     end
     if count >= limit then
       if failed == 0 then

@@ -80,8 +80,7 @@ public record Cap(
 
   /**
    * Creates a cap, rejecting a non-positive window or limit, an algorithm other than the sliding
-   * log on a calendar period, and a sliding-window cap whose limit times window exceeds {@link
-   * #MAX_SLIDING_WINDOW_PRODUCT}.
+   * log on a calendar period, and a limit above {@link #maxLimit}.
    */
   public Cap {
     if (window.isNegative() || window.isZero() || limit < 1) {
@@ -97,9 +96,14 @@ public record Cap(
               + ": a calendar period is counted by sliding-log only, not "
               + algorithm.key());
     }
-    if (algorithm == Algorithm.SLIDING_WINDOW && limit > maxSlidingWindowLimit(window)) {
+    if (limit > maxLimit(algorithm, window)) {
       throw new IllegalArgumentException(
-          "cap " + name + ": a sliding-window limit is at most " + maxSlidingWindowLimit(window));
+          "cap "
+              + name
+              + ": a "
+              + algorithm.key()
+              + " limit is at most "
+              + maxLimit(algorithm, window));
     }
   }
 
@@ -118,9 +122,19 @@ public record Cap(
     this(name, Kind.ROLLING, window, limit, null, algorithm);
   }
 
-  /** The largest limit a sliding-window cap of {@code window} may have. */
-  public static long maxSlidingWindowLimit(Duration window) {
-    return MAX_SLIDING_WINDOW_PRODUCT / Math.max(1, window.toMillis());
+  /**
+   * The largest limit a cap of {@code algorithm} over {@code window} may have. A fixed or sliding
+   * window keeps its count beside its bucket's start time in one number (its count stays below the
+   * window in ms), and a sliding window's weighted count needs limit × window at most {@link
+   * #MAX_SLIDING_WINDOW_PRODUCT}; the others are bounded by {@code int} only.
+   */
+  public static long maxLimit(Algorithm algorithm, Duration window) {
+    long ms = Math.max(1, window.toMillis());
+    return switch (algorithm) {
+      case SLIDING_LOG, TOKEN_BUCKET -> Integer.MAX_VALUE;
+      case FIXED_WINDOW -> ms - 1;
+      case SLIDING_WINDOW -> Math.min(ms - 1, MAX_SLIDING_WINDOW_PRODUCT / ms);
+    };
   }
 
   /** Whether the cap applies to a send on {@code sendChannel}. */

@@ -130,17 +130,22 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
             capPath + ".limit",
             limit.isMissingNode() ? null : limit.asText(),
             "a whole number >= 1");
-      } else if (algorithm == Cap.Algorithm.SLIDING_WINDOW
+      } else if (algorithm != null
           && duration != null
-          && limit.intValue() > Cap.maxSlidingWindowLimit(duration)) {
+          && limit.intValue() > Cap.maxLimit(algorithm, duration)) {
         problems.add(
             capPath + ".limit",
             limit.asText(),
             "at most "
-                + Cap.maxSlidingWindowLimit(duration)
-                + " for a sliding-window cap of "
+                + Cap.maxLimit(algorithm, duration)
+                + " for a "
+                + algorithm.key()
+                + " cap of "
                 + window.trim()
-                + " (limit × window in ms must not exceed 2^50)");
+                + " (its count stays below the window in ms"
+                + (algorithm == Cap.Algorithm.SLIDING_WINDOW
+                    ? ", limit × window below 2^50)"
+                    : ")"));
       } else if (duration != null && algorithm != null) {
         caps.add(new Cap(window.trim(), kind, duration, limit.intValue(), channel, algorithm));
       }

@@ -43,6 +43,20 @@ class CapTest {
   }
 
   @Test
+  void aWindowCountersLimitStaysBelowTheWindowInMilliseconds() {
+    Duration second = Duration.ofSeconds(1);
+    assertThat(Cap.maxLimit(Cap.Algorithm.FIXED_WINDOW, second)).isEqualTo(999);
+    assertThat(Cap.maxLimit(Cap.Algorithm.SLIDING_WINDOW, second)).isEqualTo(999);
+    assertThat(Cap.maxLimit(Cap.Algorithm.SLIDING_WINDOW, Duration.ofDays(7)))
+        .as("limit × window below 2^50")
+        .isEqualTo(1_861_606);
+    assertThat(Cap.maxLimit(Cap.Algorithm.TOKEN_BUCKET, second)).isEqualTo(Integer.MAX_VALUE);
+    assertThatThrownBy(() -> new Cap("1s", second, 1000, Cap.Algorithm.FIXED_WINDOW))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at most 999");
+  }
+
+  @Test
   void algorithmsAreNamedAsInThePolicyFile() {
     assertThat(Cap.Algorithm.of("fixed-window")).contains(Cap.Algorithm.FIXED_WINDOW);
     assertThat(Cap.Algorithm.of("FIXED_WINDOW")).isEmpty();

@@ -168,6 +168,7 @@ class PoliciesTest {
                   - {window: 1d, limit: 1, algorithm: leaky-bucket}
                   - {window: calendar-week, limit: 3, algorithm: fixed-window}
                   - {window: 1d, limit: 0, algorithm: token-bucket}
+                  - {window: 100ms, limit: 100, algorithm: fixed-window}
             default:
               caps: [{window: 1w, limit: 2000000000, algorithm: sliding-window}]
             """);
@@ -179,8 +180,11 @@ class PoliciesTest {
                 + " calendar window calendar-week; sliding-window, fixed-window and token-bucket"
                 + " need a rolling window such as 1d",
             "segments[0].caps[2].limit=\"0\" is invalid: a whole number >= 1",
+            "segments[0].caps[3].limit=\"100\" is invalid: at most 99 for a fixed-window cap of"
+                + " 100ms (its count stays below the window in ms)",
             "default.caps[0].limit=\"2000000000\" is invalid: at most 1861606 for a"
-                + " sliding-window cap of 1w (limit × window in ms must not exceed 2^50)");
+                + " sliding-window cap of 1w (its count stays below the window in ms, limit ×"
+                + " window below 2^50)");
   }
 
   @Test
