@@ -24,7 +24,7 @@
 --                       4 token bucket: the theoretical arrival time (TAT)
 --                     buckets are window-long spans from the epoch; a count stays below the
 --                     window in ms (Cap checks the limit), so start + count is read back whole.
---                     The packing halves what Redis prints (ZRANGE) and parses (ZADD) per send.
+--                     Packed, a counter costs one number fewer to print (ZRANGE) and parse (ZADD).
 -- ARGV[1]  the index in ARGV of the first send's arguments
 -- ARGV     then the shapes of the call: the caps that apply to a kind of send, each
 --            minInterval horizon ttl ncaps     interval ms (0: none); horizon ms (log entries

@@ -35,7 +35,7 @@ import java.util.concurrent.atomic.LongAdder;
  * the node that owns its key's slot.
  */
 public final class RedisConnector implements AutoCloseable {
-  /** The classpath resource of the sliding-log script. */
+  /** The classpath resource of the caps script (the sliding log and the other algorithms). */
   static final String SCRIPT = "/lua/sliding_log.lua";
 
   /**
@@ -186,12 +186,12 @@ public final class RedisConnector implements AutoCloseable {
     return settings;
   }
 
-  /** The sliding-log script's source. */
+  /** The caps script's source. */
   public byte[] script() {
     return script.clone();
   }
 
-  /** The SHA-1 under which Redis caches the sliding-log script. */
+  /** The SHA-1 under which Redis caches the caps script. */
   public String sha() {
     return sha;
   }
