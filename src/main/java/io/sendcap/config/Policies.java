@@ -154,10 +154,12 @@ public record Policies(List<Policy> segments, Policy defaultPolicy, List<GlobalC
       }
       JsonNode limit = node.path("limit");
       boolean limitOk =
-          limit.isIntegralNumber() && limit.canConvertToLong() && limit.longValue() >= 1;
+          limit.isIntegralNumber() && limit.canConvertToInt() && limit.intValue() >= 1;
       if (!limitOk) {
         problems.add(
-            path + ".limit", limit.isMissingNode() ? null : limit.asText(), "a whole number >= 1");
+            path + ".limit",
+            limit.isMissingNode() ? null : limit.asText(),
+            "a whole number from 1 to " + Integer.MAX_VALUE);
       }
       long limitValue = limitOk ? limit.longValue() : 1;
       int maxBatch = (int) Math.max(1, Math.min(Integer.MAX_VALUE, limitValue / 1000));

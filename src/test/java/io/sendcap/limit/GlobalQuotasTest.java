@@ -7,9 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -20,45 +18,16 @@ class GlobalQuotasTest {
   private static final GlobalQuotas.Key KEY =
       GlobalQuotas.Key.of("budget", "all", 1_000, Duration.ofHours(1).toMillis());
 
-  /** The counters as quota.lua keeps them, in memory. */
-  private static final class Counters implements QuotaStore {
-    final Map<String, Long> used = new HashMap<>();
-    int reserves;
-    int releases;
-
-    @Override
-    public synchronized long reserve(String key, long want, long limit, long ttlMillis) {
-      reserves++;
-      long u = used.getOrDefault(key, 0L);
-      long grant = Math.max(0, Math.min(want, limit - u));
-      used.put(key, u + grant);
-      return grant;
-    }
-
-    @Override
-    public synchronized void release(String key, long tokens) {
-      releases++;
-      used.merge(key, -tokens, Long::sum);
-    }
-
-    synchronized long total() {
-      return used.values().stream().mapToLong(Long::longValue).sum();
-    }
-
-    @Override
-    public void close() {}
-  }
-
   private final AtomicLong now = new AtomicLong(0);
   private final InstantSource clock = () -> Instant.ofEpochMilli(now.get());
 
-  private GlobalQuotas quotas(Counters counters) {
+  private GlobalQuotas quotas(QuotaCounters counters) {
     return new GlobalQuotas(counters, "s", clock, Duration.ofSeconds(5), new SimpleMeterRegistry());
   }
 
   @Test
   void theBatchGrowsWhileUsedUpWithinItsBoundSoFewSendsAskRedis() {
-    Counters counters = new Counters();
+    QuotaCounters counters = new QuotaCounters();
     GlobalQuotas quotas = quotas(counters);
 
     long got = 0;
@@ -68,13 +37,13 @@ class GlobalQuotasTest {
 
     assertThat(got).isEqualTo(1_000);
     // 1, 2, 4, ..., 64, then 64 at a time: 7 reservations for 127 sends, 14 more for the rest.
-    assertThat(counters.reserves).isEqualTo(7 + (1_000 - 127 + 63) / 64);
+    assertThat(counters.reserves()).isEqualTo(7 + (1_000 - 127 + 63) / 64);
     assertThat(counters.total()).isLessThanOrEqualTo(1_000 + 64);
   }
 
   @Test
   void tokensLeftAtTheEndOfTheirLeaseGoBackAndTheBatchShrinks() {
-    Counters counters = new Counters();
+    QuotaCounters counters = new QuotaCounters();
     GlobalQuotas quotas = quotas(counters);
     for (int i = 0; i < 100; i++) {
       quotas.acquire(KEY, 1_000_000, 64, 1);
@@ -86,28 +55,28 @@ class GlobalQuotasTest {
     quotas.sweep();
 
     assertThat(counters.total()).as("only the tokens used stay counted").isEqualTo(100);
-    assertThat(counters.releases).isEqualTo(1);
-    int before = counters.reserves;
+    assertThat(counters.releases()).isEqualTo(1);
+    int before = counters.reserves();
     quotas.acquire(KEY, 1_000_000, 64, 1);
     assertThat(counters.total()).as("the next batch is half the last").isEqualTo(100 + 32);
-    assertThat(counters.reserves).isEqualTo(before + 1);
+    assertThat(counters.reserves()).isEqualTo(before + 1);
   }
 
   @Test
   void tokensGivenBackServeTheNextSendsWithoutRedis() {
-    Counters counters = new Counters();
+    QuotaCounters counters = new QuotaCounters();
     GlobalQuotas quotas = quotas(counters);
     assertThat(quotas.acquire(KEY, 10, 10, 4)).isEqualTo(4);
     quotas.giveBack(KEY, 4);
-    int before = counters.reserves;
+    int before = counters.reserves();
 
     assertThat(quotas.acquire(KEY, 10, 10, 4)).isEqualTo(4);
-    assertThat(counters.reserves).isEqualTo(before);
+    assertThat(counters.reserves()).isEqualTo(before);
   }
 
   @Test
   void aRequestIsRefusedOnlyWhenNoTokenIsLeftAndNeverBeyondTheLimit() throws Exception {
-    Counters counters = new Counters();
+    QuotaCounters counters = new QuotaCounters();
     GlobalQuotas one = quotas(counters);
     GlobalQuotas two = quotas(counters);
     long limit = 50_000;
@@ -137,6 +106,6 @@ class GlobalQuotasTest {
 
     assertThat(total).isEqualTo(limit);
     assertThat(counters.total()).isEqualTo(limit);
-    assertThat(counters.reserves).isLessThan((int) (limit / 10));
+    assertThat(counters.reserves()).isLessThan((int) (limit / 10));
   }
 }
