@@ -279,6 +279,7 @@ final class ReportCommand implements Callable<Integer> {
     m.put("channel", row.channel());
     m.put("reason", row.reason());
     m.put("capWindow", row.capWindow());
+    m.put("globalCap", row.globalCap());
     m.put("count", row.count());
     try {
       return MAPPER.writeValueAsString(m);

@@ -32,6 +32,8 @@ public final class SuppressionReport {
    * The suppressions of one mode, campaign, segment, channel and reason.
    *
    * @param capWindow the failed cap's window for reason {@code CAP}, else null
+   * @param globalCap the name of the full global cap for reason {@code GLOBAL_CAP}, without the
+   *     campaign or channel it counts (the row names those), else null
    */
   public record Row(
       Mode mode,
@@ -40,14 +42,19 @@ public final class SuppressionReport {
       String channel,
       String reason,
       String capWindow,
+      String globalCap,
       long count) {
-    /** The reason as a person reads it: {@code CAP 1d}, {@code MIN_INTERVAL}. */
+    /**
+     * The reason as a person reads it: {@code CAP 1d}, {@code GLOBAL_CAP campaign-budget}, {@code
+     * MIN_INTERVAL}.
+     */
     public String reasonLabel() {
-      return capWindow == null ? reason : reason + " " + capWindow;
+      String which = capWindow != null ? capWindow : globalCap;
+      return which == null ? reason : reason + " " + which;
     }
 
     private Row withCount(long n) {
-      return new Row(mode, campaignId, segment, channel, reason, capWindow, n);
+      return new Row(mode, campaignId, segment, channel, reason, capWindow, globalCap, n);
     }
   }
 
@@ -78,7 +85,6 @@ public final class SuppressionReport {
   /** Counts one suppression. */
   public void add(Suppression s) {
     Mode mode = s.getShadow() ? Mode.SHADOW : Mode.ENFORCED;
-    String window = s.getReason() == SuppressionReason.CAP ? s.getCapWindow() : null;
     Row key =
         new Row(
             mode,
@@ -86,7 +92,8 @@ public final class SuppressionReport {
             s.getSegment(),
             s.getSend().getChannel().name(),
             s.getReason().name(),
-            window,
+            s.getReason() == SuppressionReason.CAP ? s.getCapWindow() : null,
+            s.getReason() == SuppressionReason.GLOBAL_CAP ? capName(s.getGlobalCap()) : null,
             0);
     counts.merge(key, 1L, Long::sum);
     Instant at = s.getDecidedAt();
@@ -94,6 +101,11 @@ public final class SuppressionReport {
     bySegment.get(mode).add(at, key.segment());
     first = first == null || at.isBefore(first) ? at : first;
     last = last == null || at.isAfter(last) ? at : last;
+  }
+
+  /** A global cap's name: {@code globalCap} up to the campaign or channel it counts, if any. */
+  private static String capName(String globalCap) {
+    return globalCap == null ? null : globalCap.split(":", 2)[0];
   }
 
   /** Every row: the enforced ones, then the shadow ones, each the largest count first. */

@@ -4,6 +4,7 @@ import static io.sendcap.avro.Channel.EMAIL;
 import static io.sendcap.avro.Channel.PUSH;
 import static io.sendcap.avro.Channel.SMS;
 import static io.sendcap.avro.SuppressionReason.CAP;
+import static io.sendcap.avro.SuppressionReason.GLOBAL_CAP;
 import static io.sendcap.avro.SuppressionReason.LIMITER_UNAVAILABLE;
 import static io.sendcap.avro.SuppressionReason.MIN_INTERVAL;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -59,6 +60,7 @@ class ReportIT {
     group(30, "bf", "active", EMAIL, CAP, "1d", false);
     group(12, "bf", "dormant", PUSH, CAP, "7d", false);
     group(7, "nl", "default", EMAIL, MIN_INTERVAL, null, false);
+    group(4, "nl", "default", EMAIL, GLOBAL_CAP, "campaign-budget:nl", false);
     group(3, "nl", "new-users", SMS, LIMITER_UNAVAILABLE, null, false);
     group(2, SCRIPT, "active", EMAIL, CAP, "calendar-day", false);
     group(8, "bf", "active", EMAIL, CAP, "1d", true);
@@ -74,18 +76,24 @@ class ReportIT {
     kafka.close();
   }
 
-  /** Adds {@code n} suppressions alike but for their time, spread over 40 hours from START. */
+  /**
+   * Adds {@code n} suppressions alike but for their time, spread over 40 hours from START; {@code
+   * cap} is the window of a CAP or the name of a GLOBAL_CAP.
+   */
   private static void group(
       int n,
       String campaign,
       String segment,
       Channel channel,
       SuppressionReason reason,
-      String window,
+      String cap,
       boolean shadow) {
     for (int i = 0; i < n; i++) {
       Instant at = START.plus(Duration.ofMinutes((WRITTEN.size() * 97L) % (40 * 60)));
-      WRITTEN.add(Suppressions.of(campaign, segment, channel, reason, window, shadow, at));
+      WRITTEN.add(
+          reason == GLOBAL_CAP
+              ? Suppressions.global(campaign, segment, channel, cap, at)
+              : Suppressions.of(campaign, segment, channel, reason, cap, shadow, at));
     }
   }
 
@@ -149,12 +157,13 @@ class ReportIT {
             List.of("enforced", "bf", "active", "EMAIL", "CAP 1d", "30"),
             List.of("enforced", "bf", "dormant", "PUSH", "CAP 7d", "12"),
             List.of("enforced", "nl", "default", "EMAIL", "MIN_INTERVAL", "7"),
+            List.of("enforced", "nl", "default", "EMAIL", "GLOBAL_CAP campaign-budget", "4"),
             List.of("enforced", "nl", "new-users", "SMS", "LIMITER_UNAVAILABLE", "3"),
             List.of("enforced", SCRIPT, "active", "EMAIL", "CAP calendar-day", "2"),
             List.of("shadow", "bf", "active", "EMAIL", "CAP 1d", "8"),
-            List.of("total enforced", "54"),
+            List.of("total enforced", "58"),
             List.of("total shadow", "8"));
-    assertThat(r.err()).contains("62 records read from suppressed, 62 suppressions reported");
+    assertThat(r.err()).contains("66 records read from suppressed, 66 suppressions reported");
   }
 
   @Test
@@ -163,16 +172,19 @@ class ReportIT {
 
     assertThat(r.exit()).as(r.err()).isZero();
     List<JsonNode> rows = r.lines().stream().map(ReportIT::json).toList();
-    assertThat(rows).hasSize(6);
+    assertThat(rows).hasSize(7);
     assertThat(rows.get(0).toString())
         .isEqualTo(
             "{\"mode\":\"enforced\",\"campaignId\":\"bf\",\"segment\":\"active\","
-                + "\"channel\":\"EMAIL\",\"reason\":\"CAP\",\"capWindow\":\"1d\",\"count\":30}");
-    assertThat(rows.get(3).get("reason").asText()).isEqualTo("LIMITER_UNAVAILABLE");
+                + "\"channel\":\"EMAIL\",\"reason\":\"CAP\",\"capWindow\":\"1d\","
+                + "\"globalCap\":null,\"count\":30}");
+    assertThat(rows.get(3).get("reason").asText()).isEqualTo("GLOBAL_CAP");
+    assertThat(rows.get(3).get("globalCap").asText()).isEqualTo("campaign-budget");
     assertThat(rows.get(3).get("capWindow").isNull()).isTrue();
-    assertThat(rows.get(5).get("mode").asText()).isEqualTo("shadow");
-    assertThat(rows.get(5).get("count").asLong()).isEqualTo(8);
-    assertThat(rows.stream().mapToLong(row -> row.get("count").asLong()).sum()).isEqualTo(62);
+    assertThat(rows.get(4).get("reason").asText()).isEqualTo("LIMITER_UNAVAILABLE");
+    assertThat(rows.get(6).get("mode").asText()).isEqualTo("shadow");
+    assertThat(rows.get(6).get("count").asLong()).isEqualTo(8);
+    assertThat(rows.stream().mapToLong(row -> row.get("count").asLong()).sum()).isEqualTo(66);
   }
 
   @Test
@@ -225,10 +237,11 @@ class ReportIT {
         .contains("decidedAt, UTC (one bar per hour)")
         .contains("<title>CAP 1d: 30</title>")
         .contains("<title>CAP 7d: 12</title>")
+        .contains("<title>GLOBAL_CAP campaign-budget: 4</title>")
         .contains("<title>active: 32</title>")
         .contains(">enforced suppressions per hour<")
         .contains("<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>")
-        .contains("<td colspan=\"5\">total enforced</td><td class=\"n\">54</td>")
+        .contains("<td colspan=\"5\">total enforced</td><td class=\"n\">58</td>")
         .doesNotContain("<script")
         .doesNotContain("://");
   }

@@ -46,10 +46,10 @@ class SuppressionReportTest {
 
     assertThat(report.rows())
         .containsExactly(
-            new Row(Mode.ENFORCED, "bf", "active", "EMAIL", "CAP", "7d", 5),
-            new Row(Mode.ENFORCED, "nl", "active", "SMS", "LIMITER_UNAVAILABLE", null, 4),
-            new Row(Mode.ENFORCED, "bf", "active", "EMAIL", "CAP", "1d", 3),
-            new Row(Mode.ENFORCED, "bf", "dormant", "EMAIL", "MIN_INTERVAL", null, 2));
+            new Row(Mode.ENFORCED, "bf", "active", "EMAIL", "CAP", "7d", null, 5),
+            new Row(Mode.ENFORCED, "nl", "active", "SMS", "LIMITER_UNAVAILABLE", null, null, 4),
+            new Row(Mode.ENFORCED, "bf", "active", "EMAIL", "CAP", "1d", null, 3),
+            new Row(Mode.ENFORCED, "bf", "dormant", "EMAIL", "MIN_INTERVAL", null, null, 2));
     assertThat(report.rows().get(0).reasonLabel()).isEqualTo("CAP 7d");
     assertThat(report.rows().get(1).reasonLabel()).isEqualTo("LIMITER_UNAVAILABLE");
     assertThat(report.total(Mode.ENFORCED)).isEqualTo(14);
@@ -63,14 +63,39 @@ class SuppressionReportTest {
 
     assertThat(report.rows())
         .containsExactly(
-            new Row(Mode.ENFORCED, "bf", "active", "EMAIL", "CAP", "1d", 2),
-            new Row(Mode.SHADOW, "bf", "active", "EMAIL", "CAP", "1d", 9),
-            new Row(Mode.SHADOW, "bf", "active", "EMAIL", "MIN_INTERVAL", null, 1));
+            new Row(Mode.ENFORCED, "bf", "active", "EMAIL", "CAP", "1d", null, 2),
+            new Row(Mode.SHADOW, "bf", "active", "EMAIL", "CAP", "1d", null, 9),
+            new Row(Mode.SHADOW, "bf", "active", "EMAIL", "MIN_INTERVAL", null, null, 1));
     assertThat(report.total(Mode.ENFORCED)).isEqualTo(2);
     assertThat(report.total(Mode.SHADOW)).isEqualTo(10);
     assertThat(report.byReason(Mode.ENFORCED).totals()).isEqualTo(Map.of("CAP 1d", 2L));
     assertThat(report.byReason(Mode.SHADOW).totals())
         .isEqualTo(Map.of("CAP 1d", 9L, "MIN_INTERVAL", 1L));
+  }
+
+  @Test
+  void aGlobalCapIsNamedWithoutTheCampaignOrChannelItCountsWhichTheRowNames() {
+    report.add(Suppressions.global("bf", "active", EMAIL, "campaign-budget:bf", T));
+    report.add(Suppressions.global("bf", "active", EMAIL, "campaign-budget:bf", T));
+    report.add(Suppressions.global("nl", "active", EMAIL, "campaign-budget:nl", T));
+    report.add(Suppressions.global("nl", "active", EMAIL, "email-provider:EMAIL", T));
+    report.add(Suppressions.global("nl", "active", EMAIL, "black-friday", T));
+
+    assertThat(report.rows())
+        .containsExactly(
+            new Row(
+                Mode.ENFORCED, "bf", "active", "EMAIL", "GLOBAL_CAP", null, "campaign-budget", 2),
+            new Row(Mode.ENFORCED, "nl", "active", "EMAIL", "GLOBAL_CAP", null, "black-friday", 1),
+            new Row(
+                Mode.ENFORCED, "nl", "active", "EMAIL", "GLOBAL_CAP", null, "campaign-budget", 1),
+            new Row(
+                Mode.ENFORCED, "nl", "active", "EMAIL", "GLOBAL_CAP", null, "email-provider", 1));
+    assertThat(report.rows().get(0).reasonLabel()).isEqualTo("GLOBAL_CAP campaign-budget");
+    assertThat(report.byReason(Mode.ENFORCED).totals())
+        .containsExactly(
+            Map.entry("GLOBAL_CAP campaign-budget", 3L),
+            Map.entry("GLOBAL_CAP black-friday", 1L),
+            Map.entry("GLOBAL_CAP email-provider", 1L));
   }
 
   @Test

@@ -46,4 +46,17 @@ public final class Suppressions {
         .setShadow(shadow)
         .build();
   }
+
+  /**
+   * A suppression of a send of {@code campaign} refused by the global cap {@code globalCap} (as the
+   * record names it: the cap, then the campaign or channel it counts, if any).
+   */
+  public static Suppression global(
+      String campaign, String segment, Channel channel, String globalCap, Instant decidedAt) {
+    Suppression s =
+        of(campaign, segment, channel, SuppressionReason.GLOBAL_CAP, null, false, decidedAt);
+    s.setGlobalCap(globalCap);
+    s.setCapWindow("1d");
+    return s;
+  }
 }
