@@ -54,6 +54,24 @@ public final class OutputReader implements AutoCloseable {
     }
   }
 
+  /**
+   * The end offset of every partition read, now; under {@code read_committed} the last stable
+   * offset, so a transaction still open is left out. Records below these offsets are a snapshot: a
+   * read up to them ends.
+   */
+  public Map<TopicPartition, Long> endOffsets() {
+    return consumer.endOffsets(consumer.assignment());
+  }
+
+  /** The offsets between this reader's position and {@code ends}, over every partition. */
+  public long remaining(Map<TopicPartition, Long> ends) {
+    long remaining = 0;
+    for (Map.Entry<TopicPartition, Long> end : ends.entrySet()) {
+      remaining += Math.max(0, end.getValue() - consumer.position(end.getKey()));
+    }
+    return remaining;
+  }
+
   /** Hands what arrives within {@code wait} to {@code each} and returns how many records it was. */
   public int poll(Duration wait, Consumer<ConsumerRecord<byte[], byte[]>> each) {
     ConsumerRecords<byte[], byte[]> records = consumer.poll(wait);
