@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.Callable;
 import me.tongfei.progressbar.ConsoleProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
@@ -119,7 +120,7 @@ final class ReportCommand implements Callable<Integer> {
     String bootstrapServers = config.streams().getProperty("bootstrap.servers");
     Instant readAt = Instant.now().truncatedTo(ChronoUnit.SECONDS);
     SuppressionReport report = new SuppressionReport();
-    read(bootstrapServers, source, report);
+    read(SendcapTopics.clientProperties(config), bootstrapServers, source, report);
 
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
@@ -153,9 +154,10 @@ final class ReportCommand implements Callable<Integer> {
    *
    * @throws IllegalArgumentException if the read makes no progress for {@link #STALL_LIMIT}
    */
-  private void read(String bootstrapServers, String source, SuppressionReport report) {
+  private void read(
+      Properties client, String bootstrapServers, String source, SuppressionReport report) {
     SingleObjectAvroSerde<Suppression> serde = new SingleObjectAvroSerde<>(Suppression.class);
-    try (OutputReader reader = new OutputReader(bootstrapServers, List.of(source))) {
+    try (OutputReader reader = new OutputReader(client, List.of(source), true)) {
       Map<TopicPartition, Long> ends = reader.endOffsets();
       long total = reader.remaining(ends);
       long remaining = total;
