@@ -63,8 +63,7 @@ final class ConsumeCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     long[] printed = {0};
     try (OutputReader reader =
-        new OutputReader(
-            config.streams().getProperty("bootstrap.servers"), List.of(topic), fromBeginning)) {
+        new OutputReader(SendcapTopics.clientProperties(config), List.of(topic), fromBeginning)) {
       while (max == null || printed[0] < max) {
         reader.poll(
             Duration.ofMillis(500),

@@ -22,6 +22,7 @@ import picocli.CommandLine.Command;
       PoliciesCommand.class,
       ProduceCommand.class,
       ConsumeCommand.class,
+      ReportCommand.class,
       BenchCommand.class
     })
 public final class Main {

@@ -11,7 +11,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicLong;
 import me.tongfei.progressbar.ConsoleProgressBarConsumer;
@@ -78,14 +78,9 @@ final class ProduceCommand implements Callable<Integer> {
     AtomicLong failed = new AtomicLong();
     long sent = 0;
     long bad = 0;
-    Map<String, Object> conf =
-        Map.of(
-            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-            config.streams().getProperty("bootstrap.servers"),
-            ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-            true,
-            ProducerConfig.MAX_BLOCK_MS_CONFIG,
-            (int) SendcapTopics.BROKER_TIMEOUT.toMillis());
+    Properties conf = SendcapTopics.clientProperties(config);
+    conf.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    conf.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, (int) SendcapTopics.BROKER_TIMEOUT.toMillis());
     try (BufferedReader in = Files.newBufferedReader(file, StandardCharsets.UTF_8);
         KafkaProducer<byte[], byte[]> producer =
             new KafkaProducer<>(conf, new ByteArraySerializer(), new ByteArraySerializer());

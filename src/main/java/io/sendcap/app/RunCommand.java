@@ -16,7 +16,7 @@ final class RunCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws InterruptedException {
-    SendcapConfig settings = options.load();
+    SendcapConfig settings = options.loadWithPolicies();
     SendcapApp app = SendcapApp.start(settings);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()

@@ -11,6 +11,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.segment.SegmentRegistry;
@@ -37,6 +38,7 @@ public final class SendcapApp implements AutoCloseable {
   private static final Duration ADMIN_TIMEOUT = Duration.ofSeconds(30);
 
   private final RedisConnector redis;
+  private final GlobalQuotas quotas;
   private final KafkaStreams streams;
   private final SegmentRegistry segments;
   private final LimiterBackpressure backpressure;
@@ -48,6 +50,7 @@ public final class SendcapApp implements AutoCloseable {
 
   private SendcapApp(
       RedisConnector redis,
+      GlobalQuotas quotas,
       KafkaStreams streams,
       SegmentRegistry segments,
       LimiterBackpressure backpressure,
@@ -57,6 +60,7 @@ public final class SendcapApp implements AutoCloseable {
       List<AutoCloseable> binders,
       HttpEndpoint http) {
     this.redis = redis;
+    this.quotas = quotas;
     this.streams = streams;
     this.segments = segments;
     this.backpressure = backpressure;
@@ -104,10 +108,25 @@ public final class SendcapApp implements AutoCloseable {
     InstantSource clock = InstantSource.system();
     LimiterBackpressure backpressure = new LimiterBackpressure(redis, clock, metrics);
     Undecided undecided = new Undecided(metrics);
+    GlobalQuotas quotas =
+        new GlobalQuotas(
+            redis.openQuotas(),
+            config.limiter().keyPrefix(),
+            clock,
+            config.limiter().globalLease(),
+            metrics);
     KafkaStreams streams =
         new KafkaStreams(
             SendcapTopology.build(
-                config, policies, segments, redis::open, clock, backpressure, undecided, metrics),
+                config,
+                policies,
+                segments,
+                redis::open,
+                quotas,
+                clock,
+                backpressure,
+                undecided,
+                metrics),
             props);
     backpressure.attach(streams);
     HttpEndpoint http = serve(config, metrics, streams, redis, backpressure);
@@ -138,7 +157,16 @@ public final class SendcapApp implements AutoCloseable {
     // A drain decides the batch in hand at the next tick: one Redis round trip, and some slack.
     Duration drainTimeout = Undecided.TICK.plus(config.limiter().timeout()).plusSeconds(5);
     return new SendcapApp(
-        redis, streams, segments, backpressure, undecided, drainTimeout, metrics, binders, http);
+        redis,
+        quotas,
+        streams,
+        segments,
+        backpressure,
+        undecided,
+        drainTimeout,
+        metrics,
+        binders,
+        http);
   }
 
   /** The version of every segment the policies name, as a gauge; {@code gauged} has one already. */
@@ -342,6 +370,7 @@ public final class SendcapApp implements AutoCloseable {
     }
     boolean stopped = streams.close(Duration.ofSeconds(60));
     backpressure.close();
+    quotas.close();
     redis.close();
     for (AutoCloseable binder : binders) {
       try {

@@ -30,15 +30,18 @@ import java.util.regex.Pattern;
  *
  * @param segments the segment policies, highest priority first
  * @param defaultPolicy the policy of users in no segment
+ * @param global the caps across users (per campaign, per channel, across everything), checked after
+ *     the per-user caps
  */
-public record Policies(List<Policy> segments, Policy defaultPolicy) {
+public record Policies(List<Policy> segments, Policy defaultPolicy, List<GlobalCap> global) {
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
   private static final String CALENDAR_WINDOWS = "calendar-day, calendar-week or calendar-month";
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_.-]{0,63}");
 
-  /** Creates the policies; the list is copied. */
+  /** Creates the policies; the lists are copied. */
   public Policies {
     segments = List.copyOf(segments);
+    global = List.copyOf(global);
   }
 
   /** The names of the segments, in priority order. */
@@ -70,7 +73,7 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
       problems.add("the file must be a mapping with the keys 'segments' and 'default'");
       problems.throwIfAny();
     }
-    unknownKeys(root, List.of("segments", "default"), "", problems);
+    unknownKeys(root, List.of("segments", "default", "global"), "", problems);
     List<Policy> segments = new ArrayList<>();
     JsonNode list = root.path("segments");
     if (!list.isMissingNode() && !list.isArray()) {
@@ -99,8 +102,83 @@ public record Policies(List<Policy> segments, Policy defaultPolicy) {
       unknownKeys(def, List.of("caps", "min-interval", "zone"), "default.", problems);
     }
     Policy defaultPolicy = policy(Policy.DEFAULT, def, "default", problems);
+    List<GlobalCap> global = global(root.path("global"), problems);
     problems.throwIfAny();
-    return new Policies(segments, defaultPolicy);
+    return new Policies(segments, defaultPolicy, global);
+  }
+
+  private static List<GlobalCap> global(JsonNode list, Problems problems) {
+    List<GlobalCap> caps = new ArrayList<>();
+    if (list.isMissingNode()) {
+      return caps;
+    }
+    if (!list.isArray()) {
+      problems.add("global", list, "a list of caps across users");
+      return caps;
+    }
+    Set<String> seen = new HashSet<>();
+    for (int i = 0; i < list.size(); i++) {
+      String path = "global[" + i + "]";
+      JsonNode node = list.get(i);
+      unknownKeys(
+          node,
+          List.of("name", "per", "channel", "campaign", "window", "limit", "max-batch"),
+          path + ".",
+          problems);
+      String name = node.path("name").asText(null);
+      if (name == null || !NAME.matcher(name).matches()) {
+        problems.add(
+            path + ".name", name, "lower-case letters, digits, '.', '_' or '-', at most 64");
+      } else if (!seen.add(name)) {
+        problems.add(path + ".name", name, "each global cap may appear once");
+      }
+      GlobalCap.Per per = GlobalCap.Per.ALL;
+      JsonNode perNode = node.path("per");
+      if (!perNode.isMissingNode()) {
+        try {
+          per = GlobalCap.Per.valueOf(perNode.asText().trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+          problems.add(path + ".per", perNode.asText(), "all, campaign or channel");
+        }
+      }
+      Channel channel = channel(node.path("channel"), path, problems);
+      JsonNode campaignNode = node.path("campaign");
+      String campaign = campaignNode.isMissingNode() ? null : campaignNode.asText();
+      if (campaign != null && campaign.isBlank()) {
+        problems.add(path + ".campaign", campaign, "a campaign id");
+      }
+      String window = node.path("window").asText(null);
+      Duration duration = window == null ? null : Durations.parse(window).orElse(null);
+      if (duration == null) {
+        problems.add(
+            path + ".window", window, Durations.ALLOWED + " (fixed windows from the epoch)");
+      }
+      JsonNode limit = node.path("limit");
+      boolean limitOk =
+          limit.isIntegralNumber() && limit.canConvertToInt() && limit.intValue() >= 1;
+      if (!limitOk) {
+        problems.add(
+            path + ".limit",
+            limit.isMissingNode() ? null : limit.asText(),
+            "a whole number from 1 to " + Integer.MAX_VALUE);
+      }
+      long limitValue = limitOk ? limit.longValue() : 1;
+      int maxBatch = (int) Math.max(1, Math.min(Integer.MAX_VALUE, limitValue / 1000));
+      JsonNode batch = node.path("max-batch");
+      if (!batch.isMissingNode()) {
+        if (batch.isIntegralNumber() && batch.canConvertToInt() && batch.intValue() >= 1) {
+          maxBatch = batch.intValue();
+        } else {
+          problems.add(path + ".max-batch", batch.asText(), "a whole number >= 1");
+        }
+      }
+      if (name != null && duration != null && limitOk) {
+        caps.add(
+            new GlobalCap(
+                name, per, channel, campaign, window.trim(), duration, limitValue, maxBatch));
+      }
+    }
+    return caps;
   }
 
   private static Policy policy(String name, JsonNode node, String path, Problems problems) {

@@ -135,6 +135,7 @@ public record SendcapConfig(
    * @param idempotencyRetention how long a logged send is kept at least, even when it has left
    *     every window, so that a replay of it within this time is recognised and not counted again
    * @param sendsPerCall how many sends one script call decides at most
+   * @param globalLease how long an instance holds tokens of a global cap before unused ones go back
    */
   public record Limiter(
       List<String> uris,
@@ -144,7 +145,8 @@ public record SendcapConfig(
       FailureMode failureMode,
       Clock clock,
       Duration idempotencyRetention,
-      int sendsPerCall) {
+      int sendsPerCall,
+      Duration globalLease) {
     /** Creates the settings; the list is copied. */
     public Limiter {
       uris = List.copyOf(uris);
@@ -189,7 +191,8 @@ public record SendcapConfig(
             r.choice("cap.redis.failure-mode", FailureMode.BLOCK),
             r.choice("cap.clock", Clock.WALL),
             r.millis("cap.idempotency.retention.ms", 86_400_000),
-            r.intRange("cap.redis.sends-per-call", 16, 1, 1000));
+            r.intRange("cap.redis.sends-per-call", 16, 1, 1000),
+            r.millis("cap.global.lease.ms", 5_000));
     Mode mode = r.choice("cap.mode", Mode.ENFORCE);
     Batch batch =
         new Batch(
@@ -269,6 +272,7 @@ public record SendcapConfig(
             "topic.segments",
             "topic.policies",
             "cap.mode",
+            "cap.global.lease.ms",
             "segments.load.timeout.ms",
             "avro.serde");
 

@@ -75,7 +75,7 @@ public final class RedisConnector implements AutoCloseable {
         .description("Times a node answered NOSCRIPT and the script was loaded again")
         .register(metrics);
     this.resources = ClientResources.builder().reconnectDelay(RECONNECT_DELAY).build();
-    this.script = readScript();
+    this.script = readScript(SCRIPT);
     this.sha = Scripts.sha1(script);
     TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout());
     if (settings.cluster()) {
@@ -137,6 +137,26 @@ public final class RedisConnector implements AutoCloseable {
     RedisSlidingLog log = new RedisSlidingLog(connection, this);
     open.add(log);
     return log;
+  }
+
+  /**
+   * Opens the connection for global quotas, shared by the instance's stream threads.
+   *
+   * @throws LimiterUnavailableException if Redis cannot be reached
+   */
+  public RedisQuotaStore openQuotas() {
+    StatefulConnection<byte[], byte[]> connection;
+    try {
+      connection =
+          cluster != null
+              ? cluster.connect(ByteArrayCodec.INSTANCE)
+              : standalone.connect(ByteArrayCodec.INSTANCE);
+    } catch (RuntimeException e) {
+      throw new LimiterUnavailableException(
+          "cannot connect to Redis at " + settings.uris() + ": " + e.getMessage(), e);
+    }
+    return new RedisQuotaStore(
+        connection, readScript(RedisQuotaStore.SCRIPT), settings.timeout(), uris().toString());
   }
 
   void closed(RedisSlidingLog log) {
@@ -240,10 +260,10 @@ public final class RedisConnector implements AutoCloseable {
     resources.shutdown();
   }
 
-  private static byte[] readScript() {
-    try (InputStream in = RedisConnector.class.getResourceAsStream(SCRIPT)) {
+  private static byte[] readScript(String resource) {
+    try (InputStream in = RedisConnector.class.getResourceAsStream(resource)) {
       if (in == null) {
-        throw new IllegalStateException("missing classpath resource " + SCRIPT);
+        throw new IllegalStateException("missing classpath resource " + resource);
       }
       return in.readAllBytes();
     } catch (IOException e) {

@@ -1,15 +1,18 @@
 package io.sendcap.topology;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.internal.PendingSend;
+import io.sendcap.config.GlobalCap;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.CapStore;
 import io.sendcap.limit.Decision;
+import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.segment.SegmentIndex;
 import java.nio.ByteBuffer;
@@ -18,6 +21,7 @@ import java.time.InstantSource;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -69,6 +73,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private final SendValidator validator;
   private final DecisionMeters meters;
   private final Undecided undecided;
+  private final GlobalQuotas quotas;
   private TreeMap<Long, PendingSend> pending = new TreeMap<>();
   private InFlight inFlight;
 
@@ -83,6 +88,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       SegmentIndex segments,
       Supplier<CapStore> capStores,
       InstantSource wallClock,
+      GlobalQuotas quotas,
       Backpressure backpressure,
       Undecided undecided,
       MeterRegistry metrics,
@@ -91,6 +97,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     this.segments = segments;
     this.policies = policies;
     this.undecided = undecided;
+    this.quotas = quotas;
     this.capStores = capStores;
     this.wallClock = wallClock;
     this.storeName = storeName;
@@ -149,6 +156,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   }
 
   private void punctuate(long wallTime) {
+    quotas.sweep();
     complete();
     if (!pending.isEmpty()
         && (undecided.draining()
@@ -190,9 +198,28 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private record InFlight(
       TreeMap<Long, PendingSend> sends,
       Rules rules,
+      Tokens tokens,
       List<CapRequest> requests,
       CapStore.Pending decisions,
       long now) {}
+
+  /**
+   * The global caps' verdict on a batch: the tokens each send holds (by input offset), and the
+   * sends refused, with the cap and counter that were full.
+   */
+  private record Tokens(Map<Long, List<GlobalQuotas.Key>> held, Map<Long, Refusal> refused) {
+    static final Tokens NONE = new Tokens(Map.of(), Map.of());
+
+    /** Gives back the tokens of the send at {@code offset}, which did not use them. */
+    void giveBack(GlobalQuotas quotas, Long offset) {
+      List<GlobalQuotas.Key> keys = held.get(offset);
+      if (keys != null) {
+        keys.forEach(k -> quotas.giveBack(k, 1));
+      }
+    }
+  }
+
+  private record Refusal(GlobalCap cap, GlobalQuotas.Key key) {}
 
   /**
    * Forwards the batch in flight, if any, then submits the pending sends and keeps them in flight
@@ -208,14 +235,80 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     Rules batchRules = rules();
     TreeMap<Long, PendingSend> sends = pending;
     pending = new TreeMap<>();
+    meters.batch(sends.size());
+    Tokens tokens;
+    try {
+      tokens = takeTokens(sends, batchRules.version().policies().global(), now);
+    } catch (LimiterUnavailableException e) {
+      inFlight = new InFlight(sends, batchRules, Tokens.NONE, List.of(), failed(e), now);
+      return;
+    }
     List<CapRequest> requests = new ArrayList<>(sends.size());
-    for (PendingSend p : sends.values()) {
-      if (!p.getSend().getTransactional()) {
+    for (Map.Entry<Long, PendingSend> e : sends.entrySet()) {
+      PendingSend p = e.getValue();
+      if (!p.getSend().getTransactional() && !tokens.refused().containsKey(e.getKey())) {
         requests.add(request(p, batchRules.of(p.getSegment()), now));
       }
     }
-    meters.batch(sends.size());
-    inFlight = new InFlight(sends, batchRules, requests, submit(requests), now);
+    inFlight = new InFlight(sends, batchRules, tokens, requests, submit(requests), now);
+  }
+
+  /**
+   * Takes a token of every global cap that applies, for each send of the batch that is not
+   * transactional; a send that cannot have one of them all is refused and holds none.
+   */
+  private Tokens takeTokens(TreeMap<Long, PendingSend> sends, List<GlobalCap> caps, long now) {
+    if (caps.isEmpty()) {
+      return Tokens.NONE;
+    }
+    Map<Long, List<GlobalQuotas.Key>> keysOf = new HashMap<>();
+    Map<GlobalQuotas.Key, GlobalCap> capOf = new LinkedHashMap<>();
+    Map<GlobalQuotas.Key, Long> wanted = new HashMap<>();
+    for (Map.Entry<Long, PendingSend> e : sends.entrySet()) {
+      ScheduledSend send = e.getValue().getSend();
+      if (send.getTransactional()) {
+        continue;
+      }
+      long time = decisionTime(send, now);
+      List<GlobalQuotas.Key> keys = new ArrayList<>(caps.size());
+      for (GlobalCap cap : caps) {
+        if (cap.appliesTo(send)) {
+          GlobalQuotas.Key key =
+              GlobalQuotas.Key.of(cap.name(), cap.scopeOf(send), time, cap.window().toMillis());
+          keys.add(key);
+          capOf.put(key, cap);
+          wanted.merge(key, 1L, Long::sum);
+        }
+      }
+      if (!keys.isEmpty()) {
+        keysOf.put(e.getKey(), keys);
+      }
+    }
+    Map<GlobalQuotas.Key, Long> left = new HashMap<>();
+    try {
+      for (Map.Entry<GlobalQuotas.Key, GlobalCap> e : capOf.entrySet()) {
+        GlobalCap cap = e.getValue();
+        long want = wanted.get(e.getKey());
+        left.put(e.getKey(), quotas.acquire(e.getKey(), cap.limit(), cap.maxBatch(), want));
+      }
+    } catch (LimiterUnavailableException e) {
+      left.forEach(quotas::giveBack);
+      throw e;
+    }
+    Map<Long, List<GlobalQuotas.Key>> held = new HashMap<>();
+    Map<Long, Refusal> refused = new HashMap<>();
+    for (Map.Entry<Long, List<GlobalQuotas.Key>> e : new TreeMap<>(keysOf).entrySet()) {
+      GlobalQuotas.Key full =
+          e.getValue().stream().filter(k -> left.get(k) == 0).findFirst().orElse(null);
+      if (full == null) {
+        e.getValue().forEach(k -> left.merge(k, -1L, Long::sum));
+        held.put(e.getKey(), e.getValue());
+      } else {
+        refused.put(e.getKey(), new Refusal(capOf.get(full), full));
+      }
+    }
+    left.forEach(quotas::giveBack);
+    return new Tokens(held, refused);
   }
 
   private CapStore.Pending submit(List<CapRequest> requests) {
@@ -225,10 +318,14 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     try {
       return capStore.submit(requests);
     } catch (LimiterUnavailableException e) {
-      return () -> {
-        throw e;
-      };
+      return failed(e);
     }
+  }
+
+  private static CapStore.Pending failed(LimiterUnavailableException e) {
+    return () -> {
+      throw e;
+    };
   }
 
   /**
@@ -251,6 +348,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       }
     } catch (LimiterUnavailableException e) {
       if (config.limiter().failureMode() == SendcapConfig.FailureMode.BLOCK) {
+        batch.sends().keySet().forEach(offset -> batch.tokens().giveBack(quotas, offset));
         pending.putAll(batch.sends());
         backpressure.unavailable(e, pending.size());
         return;
@@ -268,17 +366,28 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private void forward(InFlight batch, List<Decision> decisions) {
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
     int next = 0;
-    for (PendingSend p : batch.sends().values()) {
+    for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
+      PendingSend p = e.getValue();
       ScheduledSend send = p.getSend();
       long decidedAt = decisionTime(send, batch.now());
+      Refusal refusal = batch.tokens().refused().get(e.getKey());
       SpecificRecord out;
+      boolean consumed = false;
       if (send.getTransactional()) {
         out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
+      } else if (refusal != null) {
+        out = Outcomes.global(send, p.getSegment(), decidedAt, refusal.cap(), refusal.key());
       } else if (decisions == null) {
         out = unavailable(send, p.getSegment(), decidedAt);
+        consumed = out instanceof Delivery;
       } else {
         Policy policy = batch.rules().of(p.getSegment());
-        out = Outcomes.of(send, policy, decisions.get(next++), decidedAt);
+        Decision decision = decisions.get(next++);
+        out = Outcomes.of(send, policy, decision, decidedAt);
+        consumed = decision.outcome() == Decision.Outcome.ALLOWED;
+      }
+      if (!consumed) {
+        batch.tokens().giveBack(quotas, e.getKey());
       }
       if (shadow && out instanceof Suppression capped) {
         capped.setShadow(true);

@@ -5,8 +5,10 @@ import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.SuppressionReason;
 import io.sendcap.config.Cap;
+import io.sendcap.config.GlobalCap;
 import io.sendcap.config.Policy;
 import io.sendcap.limit.Decision;
+import io.sendcap.limit.GlobalQuotas;
 import java.time.Instant;
 import org.apache.avro.specific.SpecificRecord;
 
@@ -45,6 +47,25 @@ final class Outcomes {
         .setSegment(segment)
         .setDecidedAt(Instant.ofEpochMilli(decidedAt))
         .setFailOpen(failOpen)
+        .build();
+  }
+
+  /**
+   * The record for a send refused by a global cap: the window of {@code key} was full; the same
+   * send is next eligible when it ends.
+   */
+  static Suppression global(
+      ScheduledSend send, String segment, long decidedAt, GlobalCap cap, GlobalQuotas.Key key) {
+    return Suppression.newBuilder()
+        .setSend(send)
+        .setSegment(segment)
+        .setReason(SuppressionReason.GLOBAL_CAP)
+        .setGlobalCap(cap.per() == GlobalCap.Per.ALL ? cap.name() : cap.name() + ":" + key.scope())
+        .setCapWindow(cap.windowName())
+        .setCapWindowMs(cap.window().toMillis())
+        .setCapLimit((int) cap.limit())
+        .setDecidedAt(Instant.ofEpochMilli(decidedAt))
+        .setNextEligibleAt(Instant.ofEpochMilli(Math.max(decidedAt, key.windowEnd())))
         .build();
   }
 

@@ -8,6 +8,7 @@ import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapStore;
+import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.segment.SegmentLoader;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.serde.AvroSerdes;
@@ -61,6 +62,7 @@ public final class SendcapTopology {
    * @param segments where each user's segment is looked up; the topology's global store keeps it up
    *     to date from the {@code segments} topic
    * @param capStores opens a cap store for each task
+   * @param quotas the instance's share of the global caps, for every task
    * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
    * @param backpressure what holds sends back while the limiter is unreachable in block mode
    * @param undecided counts the sends read and not decided yet, and drains them before a shutdown
@@ -71,6 +73,7 @@ public final class SendcapTopology {
       LivePolicies policies,
       SegmentRegistry segments,
       Supplier<CapStore> capStores,
+      GlobalQuotas quotas,
       InstantSource wallClock,
       Backpressure backpressure,
       Undecided undecided,
@@ -99,6 +102,7 @@ public final class SendcapTopology {
                 segments,
                 capStores,
                 wallClock,
+                quotas,
                 backpressure,
                 undecided,
                 metrics,

@@ -35,6 +35,21 @@ class MainTest {
   }
 
   @Test
+  void theProblemsOfTheConfigurationAndItsPolicyFileAreListedTogether(@TempDir Path dir)
+      throws IOException {
+    Path policies = dir.resolve("policies.yaml");
+    Files.writeString(policies, "default:\n  caps: [{window: 1x, limit: 1}]\n");
+    Path config = dir.resolve("bad.properties");
+    Files.writeString(config, "cap.mode=loud\npolicies.file=" + policies + "\n");
+
+    assertThat(run("run", "--config", config.toString())).isEqualTo(2);
+    assertThat(err.toString())
+        .contains(config + ": cap.mode=\"loud\" is invalid: one of enforce, shadow")
+        .contains(policies + ": default.caps[0].window=\"1x\" is invalid")
+        .doesNotContain("Exception");
+  }
+
+  @Test
   void aMissingPolicyFileIsNamed(@TempDir Path dir) throws IOException {
     Path config = dir.resolve("app.properties");
     Files.writeString(config, "policies.file=" + dir.resolve("nope.yaml") + "\n");

@@ -6,6 +6,7 @@ import io.sendcap.avro.Channel;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
+import io.sendcap.avro.SuppressionReason;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import io.sendcap.testing.Cli;
@@ -244,6 +245,87 @@ class PoliciesIT {
                   assertThat(s.getShadow()).isTrue();
                   assertThat(s.getSend().getMessageId()).matches("m[12]-.*");
                 });
+      }
+    }
+  }
+
+  /**
+   * Two instances share one Redis and a global budget of 500 sends a day; a blast of 2,000 sends to
+   * 2,000 users, each within their own caps, is delivered up to the budget and no further.
+   */
+  @Test
+  void aGlobalCapHoldsAcrossTwoInstances() throws Exception {
+    Path file = dir.resolve("budget.yaml");
+    Files.writeString(
+        file,
+        """
+        segments: []
+        default:
+          caps:
+            - {window: 1d, limit: 5}
+        global:
+          - {name: budget, window: 1d, limit: 500, max-batch: 10}
+        """);
+    kafka.createTopics(4, "campaign-sends-budget", "deliveries-budget", "suppressed-budget");
+    Properties settings = CapScenario.settings(dir, kafka.bootstrapServers(), "unused", "budget");
+    settings.setProperty("policies.file", file.toString());
+    settings.setProperty("topic.input", "campaign-sends-budget");
+    settings.setProperty("topic.deliveries", "deliveries-budget");
+    settings.setProperty("topic.suppressed", "suppressed-budget");
+    settings.setProperty("topic.policies", "policies-budget");
+    List<ProducerRecord<byte[], byte[]>> blast = new ArrayList<>();
+    for (long user = 1; user <= 2_000; user++) {
+      ScheduledSend send =
+          ScheduledSend.newBuilder()
+              .setMessageId("b-" + user)
+              .setCampaignId("spring")
+              .setUserId(user)
+              .setChannel(Channel.EMAIL)
+              .setScheduledAt(T0.plusSeconds(user))
+              .build();
+      blast.add(CapScenario.record("campaign-sends-budget", send, sends.encode(send)));
+    }
+
+    try (EmbeddedRedis redis = EmbeddedRedis.start();
+        TopicReader reader =
+            new TopicReader(kafka.bootstrapServers(), "deliveries-budget", "suppressed-budget")) {
+      settings.setProperty("cap.redis.uri", redis.uri());
+      Properties second = new Properties();
+      second.putAll(settings);
+      second.setProperty("state.dir", dir.resolve("state-budget-2").toString());
+      try (SendcapApp one = SendcapApp.start(CapScenario.config(settings, ""));
+          SendcapApp two = SendcapApp.start(CapScenario.config(second, ""))) {
+        CapScenario.produce(kafka.bootstrapServers(), blast);
+        List<ConsumerRecord<byte[], byte[]>> out =
+            reader.awaitRecords(blast.size(), Duration.ofMinutes(2));
+        out = reader.drain(Duration.ofSeconds(1));
+
+        assertThat(out).hasSize(blast.size());
+        List<Delivery> delivered = allowed(out);
+        assertThat(delivered.size())
+            .as("never beyond the budget; at most a batch per instance left unused")
+            .isBetween(500 - 2 * 10, 500);
+        assertThat(suppressed(out))
+            .hasSize(blast.size() - delivered.size())
+            .allSatisfy(
+                s -> {
+                  assertThat(s.getReason()).isEqualTo(SuppressionReason.GLOBAL_CAP);
+                  assertThat(s.getGlobalCap()).isEqualTo("budget");
+                  assertThat(s.getNextEligibleAt())
+                      .isEqualTo(Instant.parse("2026-11-03T00:00:00Z"));
+                });
+        double calls =
+            one.metrics()
+                    .get("sendcap.global.redis.calls")
+                    .tag("kind", "reserve")
+                    .functionCounter()
+                    .count()
+                + two.metrics()
+                    .get("sendcap.global.redis.calls")
+                    .tag("kind", "reserve")
+                    .functionCounter()
+                    .count();
+        assertThat(calls).as("reservations, not one call per send").isLessThan(blast.size() / 4.0);
       }
     }
   }

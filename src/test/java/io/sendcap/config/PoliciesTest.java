@@ -188,6 +188,76 @@ class PoliciesTest {
   }
 
   @Test
+  void globalCapsAreReadWithTheirScopeAndBatchBound() {
+    Policies p =
+        Policies.parse(
+            """
+            default:
+              caps: [{window: 1d, limit: 2}]
+            global:
+              - {name: campaign-budget, per: campaign, window: 1d, limit: 2000000}
+              - {name: email-provider, per: channel, channel: EMAIL, window: 1s, limit: 5000}
+              - {name: black-friday, campaign: bf-2026, window: 1h, limit: 100, max-batch: 7}
+            """,
+            "p.yaml");
+
+    assertThat(p.global())
+        .containsExactly(
+            new GlobalCap(
+                "campaign-budget",
+                GlobalCap.Per.CAMPAIGN,
+                null,
+                null,
+                "1d",
+                Duration.ofDays(1),
+                2_000_000,
+                2_000),
+            new GlobalCap(
+                "email-provider",
+                GlobalCap.Per.CHANNEL,
+                Channel.EMAIL,
+                null,
+                "1s",
+                Duration.ofSeconds(1),
+                5_000,
+                5),
+            new GlobalCap(
+                "black-friday",
+                GlobalCap.Per.ALL,
+                null,
+                "bf-2026",
+                "1h",
+                Duration.ofHours(1),
+                100,
+                7));
+  }
+
+  @Test
+  void everyProblemOfAGlobalCapIsNamed() {
+    InvalidConfigException e =
+        invalid(
+            """
+            default:
+              caps: [{window: 1d, limit: 2}]
+            global:
+              - {name: Budget, per: user, window: calendar-day, limit: 0, max-batch: -1}
+              - {name: b, window: 1d, limit: 5}
+              - {name: b, window: 1d, limit: 5}
+            """);
+    assertThat(e.problems())
+        .containsExactly(
+            "global[0].name=\"Budget\" is invalid: lower-case letters, digits, '.', '_' or '-',"
+                + " at most 64",
+            "global[0].per=\"user\" is invalid: all, campaign or channel",
+            "global[0].window=\"calendar-day\" is invalid: "
+                + Durations.ALLOWED
+                + " (fixed windows from the epoch)",
+            "global[0].limit=\"0\" is invalid: a whole number from 1 to 2147483647",
+            "global[0].max-batch=\"-1\" is invalid: a whole number >= 1",
+            "global[2].name=\"b\" is invalid: each global cap may appear once");
+  }
+
+  @Test
   void malformedYamlIsReportedAsSuch() {
     assertThatThrownBy(() -> Policies.parse("segments: [", "p.yaml"))
         .isInstanceOf(InvalidConfigException.class)

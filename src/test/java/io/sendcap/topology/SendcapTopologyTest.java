@@ -14,7 +14,9 @@ import io.sendcap.config.PolicyRecords;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.CapStore;
+import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
+import io.sendcap.limit.QuotaCounters;
 import io.sendcap.limit.SlidingLogModel;
 import io.sendcap.segment.SegmentRecords;
 import io.sendcap.segment.SegmentRegistry;
@@ -69,6 +71,7 @@ class SendcapTopologyTest {
   private final SlidingLogModel model = new SlidingLogModel(Duration.ZERO);
   private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
   private final Undecided undecided = new Undecided(metrics);
+  private final QuotaCounters quotaCounters = new QuotaCounters();
   private LivePolicies policies;
   private TopologyTestDriver driver;
   private TestInputTopic<String, byte[]> publishedPolicies;
@@ -105,6 +108,8 @@ class SendcapTopologyTest {
                 policies,
                 registry,
                 store,
+                new GlobalQuotas(
+                    quotaCounters, "s", InstantSource.fixed(T0), Duration.ofSeconds(5), metrics),
                 InstantSource.fixed(T0),
                 backpressure,
                 undecided,
@@ -467,6 +472,42 @@ class SendcapTopologyTest {
     pipe(send("c", 3, Duration.ZERO));
     assertThat(delivered.readValuesToList()).hasSize(1);
     assertThat(undecided.count()).isZero();
+  }
+
+  @Test
+  void aFullGlobalCapSuppressesUntilItsWindowEndsAndSendsCappedPerUserConsumeNone() {
+    start(1);
+    publish(
+        """
+        segments:
+          - name: new-users
+            caps:
+              - {window: 1d, limit: 1}
+        default:
+          caps:
+            - {window: 1d, limit: 2}
+        global:
+          - {name: email-budget, per: channel, channel: EMAIL, window: 1d, limit: 3}
+        """);
+    pipe(send("a", NEW_USER, Duration.ZERO));
+    pipe(send("b", NEW_USER, Duration.ofMinutes(1))); // capped per user: no token used
+    pipe(send("c", 1, Duration.ofMinutes(2)));
+    pipe(send("d", 2, Duration.ofMinutes(3)));
+    pipe(send("e", 3, Duration.ofMinutes(4))); // the fourth email of the day
+    ScheduledSend push = send("f", 4, Duration.ofMinutes(5));
+    push.setChannel(Channel.PUSH);
+    pipe(push);
+
+    assertThat(deliveredIds()).containsExactly("a", "c", "d", "f");
+    List<Suppression> capped =
+        suppressed.readValuesToList().stream().map(suppressions::decode).toList();
+    assertThat(capped).extracting(s -> s.getSend().getMessageId()).containsExactly("b", "e");
+    Suppression global = capped.get(1);
+    assertThat(global.getReason()).isEqualTo(SuppressionReason.GLOBAL_CAP);
+    assertThat(global.getGlobalCap()).isEqualTo("email-budget:EMAIL");
+    assertThat(global.getCapLimit()).isEqualTo(3);
+    assertThat(global.getCapWindow()).isEqualTo("1d");
+    assertThat(global.getNextEligibleAt()).isEqualTo(Instant.parse("2026-11-03T00:00:00Z"));
   }
 
   private void publish(String yaml) {

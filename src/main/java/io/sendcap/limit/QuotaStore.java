@@ -1,0 +1,24 @@
+package io.sendcap.limit;
+
+/** Where the counters of global caps live: one counter per cap, scope and window. */
+public interface QuotaStore extends AutoCloseable {
+  /**
+   * Reserves up to {@code want} tokens of a window's counter, never beyond {@code limit}.
+   *
+   * @param key the counter
+   * @param ttlMillis how long the counter lives after a reservation
+   * @return the tokens granted: fewer than wanted only if the counter reached its limit
+   * @throws LimiterUnavailableException if the store cannot be reached
+   */
+  long reserve(String key, long want, long limit, long ttlMillis);
+
+  /**
+   * Gives back {@code tokens} reserved and not used.
+   *
+   * @throws LimiterUnavailableException if the store cannot be reached
+   */
+  void release(String key, long tokens);
+
+  @Override
+  void close();
+}

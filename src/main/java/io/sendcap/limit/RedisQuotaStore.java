@@ -1,0 +1,97 @@
+package io.sendcap.limit;
+
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The counters of global caps in Redis, changed by the {@code quota.lua} script with EVALSHA over
+ * one connection that every stream thread of the instance shares (Lettuce connections are
+ * thread-safe). A node that answers NOSCRIPT gets the script again and the call is retried once.
+ */
+public final class RedisQuotaStore implements QuotaStore {
+  /** The classpath resource of the quota script. */
+  static final String SCRIPT = "/lua/quota.lua";
+
+  private final StatefulConnection<byte[], byte[]> connection;
+  private final RedisScriptingAsyncCommands<byte[], byte[]> scripting;
+  private final byte[] script;
+  private final String sha;
+  private final Duration timeout;
+  private final String uris;
+
+  @SuppressWarnings("unchecked")
+  RedisQuotaStore(
+      StatefulConnection<byte[], byte[]> connection, byte[] script, Duration timeout, String uris) {
+    this.connection = connection;
+    this.scripting =
+        connection instanceof StatefulRedisClusterConnection<?, ?> cluster
+            ? ((StatefulRedisClusterConnection<byte[], byte[]>) cluster).async()
+            : ((StatefulRedisConnection<byte[], byte[]>) connection).async();
+    this.script = script;
+    this.sha = Scripts.sha1(script);
+    this.timeout = timeout;
+    this.uris = uris;
+  }
+
+  @Override
+  public long reserve(String key, long want, long limit, long ttlMillis) {
+    return call(key, want, limit, ttlMillis).get(0);
+  }
+
+  @Override
+  public void release(String key, long tokens) {
+    call(key, -tokens, 0, 0);
+  }
+
+  private List<Long> call(String key, long tokens, long limit, long ttlMillis) {
+    byte[][] keys = {key.getBytes(StandardCharsets.UTF_8)};
+    byte[][] args = {bytes(tokens), bytes(limit), bytes(ttlMillis)};
+    try {
+      return await(scripting.evalsha(sha, ScriptOutputType.MULTI, keys, args));
+    } catch (RedisNoScriptException e) {
+      await(scripting.scriptLoad(script));
+      return await(scripting.evalsha(sha, ScriptOutputType.MULTI, keys, args));
+    }
+  }
+
+  private static byte[] bytes(long n) {
+    return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
+  }
+
+  private <T> T await(RedisFuture<T> future) {
+    try {
+      return future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RedisNoScriptException noScript) {
+        throw noScript;
+      }
+      throw unavailable(e.getCause());
+    } catch (TimeoutException e) {
+      throw unavailable(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw unavailable(e);
+    }
+  }
+
+  private LimiterUnavailableException unavailable(Throwable cause) {
+    return new LimiterUnavailableException(
+        "global quota call to Redis at " + uris + " failed: " + cause.getMessage(), cause);
+  }
+
+  @Override
+  public void close() {
+    connection.close();
+  }
+}
