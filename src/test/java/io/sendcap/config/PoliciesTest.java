@@ -272,5 +272,33 @@ class PoliciesTest {
     assertThat(Durations.parse("0d")).isEmpty();
     assertThat(Durations.parse("1.5d")).isEmpty();
     assertThat(Durations.parse("-1d")).isEmpty();
+    assertThat(Durations.parse("3650d")).contains(Durations.MAX);
+    assertThat(Durations.parse("3651d")).isEmpty();
+    assertThat(Durations.parse("999999999999w")).isEmpty();
+  }
+
+  @Test
+  void aWindowTooLongToCountInMillisecondsIsAProblemNotACrash() {
+    InvalidConfigException e =
+        invalid(
+            """
+            default:
+              caps:
+                - {window: 999999999999w, limit: 1}
+                - {window: 522w, limit: 1, algorithm: token-bucket}
+            global:
+              - {name: forever, window: 99999999999d, limit: 5}
+            """);
+    assertThat(e.problems())
+        .containsExactly(
+            "default.caps[0].window=\"999999999999w\" is invalid: "
+                + Durations.ALLOWED
+                + ", or calendar-day, calendar-week or calendar-month",
+            "default.caps[1].window=\"522w\" is invalid: "
+                + Durations.ALLOWED
+                + ", or calendar-day, calendar-week or calendar-month",
+            "global[0].window=\"99999999999d\" is invalid: "
+                + Durations.ALLOWED
+                + " (fixed windows from the epoch)");
   }
 }
