@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 import org.slf4j.Logger;
@@ -47,6 +48,7 @@ public final class SendcapApp implements AutoCloseable {
   private final PrometheusMeterRegistry metrics;
   private final List<AutoCloseable> binders;
   private final HttpEndpoint http;
+  private final AtomicBoolean closed = new AtomicBoolean();
 
   private SendcapApp(
       RedisConnector redis,
@@ -343,10 +345,13 @@ public final class SendcapApp implements AutoCloseable {
   /**
    * Stops processing: decides the sends in hand first (unless the limiter is unreachable in block
    * mode), then commits. Sends still undecided stay in the changelogged buffer, for whichever
-   * instance runs their task next.
+   * instance runs their task next. Closing again does nothing.
    */
   @Override
   public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
     long inHand = undecided.count();
     LOG.info("sendcap stopping: deciding the {} sends in hand, then committing", inHand);
     if (http != null) {
