@@ -1,6 +1,7 @@
 package io.sendcap.app;
 
 import io.sendcap.config.Cap;
+import io.sendcap.config.GlobalCap;
 import io.sendcap.config.InvalidConfigException;
 import io.sendcap.config.Policies;
 import io.sendcap.config.Policy;
@@ -182,13 +183,41 @@ final class PoliciesCommand {
     }
   }
 
-  /** One line per policy, in priority order: its caps and minimum interval. */
+  /**
+   * One line per policy, in priority order: its caps and minimum interval; then one line per global
+   * cap.
+   */
   private static void describe(Policies policies, PrintWriter out) {
     int rank = 1;
     for (Policy p : policies.segments()) {
       out.printf("  %d. %-12s %s%n", rank++, p.segment(), rules(p));
     }
     out.printf("     %-12s %s%n", Policy.DEFAULT, rules(policies.defaultPolicy()));
+    if (!policies.global().isEmpty()) {
+      out.println("  global caps, across users:");
+      int width = policies.global().stream().mapToInt(g -> g.name().length()).max().orElse(0);
+      for (GlobalCap g : policies.global()) {
+        out.printf("     %-" + Math.max(12, width) + "s %s%n", g.name(), global(g));
+      }
+    }
+  }
+
+  private static String global(GlobalCap g) {
+    String scope =
+        switch (g.per()) {
+          case ALL -> "";
+          case CAMPAIGN -> " for each campaign";
+          case CHANNEL -> " for each channel";
+        };
+    return g.limit()
+        + " per "
+        + g.windowName()
+        + scope
+        + (g.channel() == null ? "" : ", " + g.channel() + " only")
+        + (g.campaign() == null ? "" : ", campaign " + g.campaign() + " only")
+        + " (reserved in batches of up to "
+        + g.maxBatch()
+        + ")";
   }
 
   private static String rules(Policy p) {

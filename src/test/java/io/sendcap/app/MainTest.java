@@ -12,13 +12,49 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 class MainTest {
+  private final StringWriter out = new StringWriter();
   private final StringWriter err = new StringWriter();
 
   private int run(String... args) {
     CommandLine cli = Main.commandLine();
     cli.setErr(new PrintWriter(err));
-    cli.setOut(new PrintWriter(new StringWriter()));
+    cli.setOut(new PrintWriter(out));
     return cli.execute(args);
+  }
+
+  @Test
+  void policiesValidateListsEveryCapWithItsAlgorithmAndTheGlobalCaps(@TempDir Path dir)
+      throws IOException {
+    Path policies = dir.resolve("policies.yaml");
+    Files.writeString(
+        policies,
+        """
+        segments:
+          - name: new-users
+            caps:
+              - {window: 1d, limit: 1, algorithm: token-bucket}
+              - {window: 7d, limit: 3}
+        default:
+          caps: [{window: 1d, limit: 2, channel: sms, algorithm: fixed-window}]
+        global:
+          - {name: campaign-budget, per: campaign, window: 1d, limit: 2000000}
+          - {name: email-provider, per: channel, channel: EMAIL, window: 1s, limit: 5000}
+          - {name: black-friday, campaign: bf-2026, window: 1h, limit: 100000, max-batch: 200}
+        """);
+
+    assertThat(run("policies", "validate", policies.toString())).isZero();
+    assertThat(out.toString().lines())
+        .containsExactly(
+            policies + ": valid",
+            "  1. new-users    1 per 1d token-bucket, 3 per 7d",
+            "     default      2 per 1d (SMS) fixed-window",
+            "  global caps, across users:",
+            "     campaign-budget 2000000 per 1d for each campaign"
+                + " (reserved in batches of up to 2000)",
+            "     email-provider  5000 per 1s for each channel, EMAIL only"
+                + " (reserved in batches of up to 5)",
+            "     black-friday    100000 per 1h, campaign bf-2026 only"
+                + " (reserved in batches of up to 200)");
   }
 
   @Test
