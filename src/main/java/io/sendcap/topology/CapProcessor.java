@@ -21,9 +21,11 @@ import java.time.InstantSource;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
@@ -38,7 +40,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Decides the sends of one task in micro-batches: one pipelined round trip to the cap store per
- * batch, outputs forwarded in input order.
+ * batch (two when a global cap runs out in it; see {@link #secondChance}), outputs forwarded in
+ * input order.
  *
  * <p>No loss: a send is put in a changelogged store keyed by its input offset before {@code
  * process()} returns, and deleted only after its decision has been forwarded from the stream
@@ -358,36 +361,109 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
           batch.requests().size(),
           config.limiter().failureMode(),
           e.getMessage());
-      decisions = null;
+      forward(batch, null, batch.tokens().refused());
+      return;
     }
-    forward(batch, decisions);
+    Map<Long, Decision> decided = new HashMap<>();
+    int next = 0;
+    for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
+      if (!e.getValue().getSend().getTransactional()
+          && !batch.tokens().refused().containsKey(e.getKey())) {
+        Decision decision = decisions.get(next++);
+        decided.put(e.getKey(), decision);
+        if (decision.outcome() != Decision.Outcome.ALLOWED) {
+          batch.tokens().giveBack(quotas, e.getKey());
+        }
+      }
+    }
+    forward(batch, decided, secondChance(batch, decided));
   }
 
-  private void forward(InFlight batch, List<Decision> decisions) {
+  /**
+   * Gives the sends the global caps refused a second chance once the sends their per-user caps
+   * refused have given their tokens back: the global caps are checked after the per-user ones, so a
+   * send is refused only if the tokens that the rest of its batch did not use were not enough for
+   * it either. Tokens are taken before the per-user call because that call logs the sends it
+   * allows; the sends that get tokens now are decided by one more call. Returns the refusals that
+   * stand, and adds the new decisions to {@code decided}.
+   */
+  private Map<Long, Refusal> secondChance(InFlight batch, Map<Long, Decision> decided) {
+    Map<Long, Refusal> refused = batch.tokens().refused();
+    Set<GlobalQuotas.Key> givenBack = new HashSet<>();
+    batch
+        .tokens()
+        .held()
+        .forEach(
+            (offset, keys) -> {
+              if (decided.get(offset).outcome() != Decision.Outcome.ALLOWED) {
+                givenBack.addAll(keys);
+              }
+            });
+    TreeMap<Long, PendingSend> again = new TreeMap<>();
+    refused.forEach(
+        (offset, refusal) -> {
+          if (givenBack.contains(refusal.key())) {
+            again.put(offset, batch.sends().get(offset));
+          }
+        });
+    if (again.isEmpty()) {
+      return refused;
+    }
+    Tokens tokens;
+    List<CapRequest> requests = new ArrayList<>();
+    List<Long> offsets = new ArrayList<>();
+    List<Decision> decisions;
+    try {
+      tokens = takeTokens(again, batch.rules().version().policies().global(), batch.now());
+      for (Long offset : tokens.held().keySet().stream().sorted().toList()) {
+        PendingSend p = again.get(offset);
+        offsets.add(offset);
+        requests.add(request(p, batch.rules().of(p.getSegment()), batch.now()));
+      }
+      decisions = requests.isEmpty() ? List.of() : capStore.submit(requests).await();
+    } catch (LimiterUnavailableException e) {
+      LOG.warn(
+          "limiter unavailable for a second chance of {} sends: {}", again.size(), e.getMessage());
+      return refused; // they were refused on an answer Redis gave; the tokens go back with them
+    }
+    Map<Long, Refusal> standing = new HashMap<>(refused);
+    for (int i = 0; i < offsets.size(); i++) {
+      Long offset = offsets.get(i);
+      Decision decision = decisions.get(i);
+      standing.remove(offset);
+      decided.put(offset, decision);
+      if (decision.outcome() != Decision.Outcome.ALLOWED) {
+        tokens.giveBack(quotas, offset);
+      }
+    }
+    return standing;
+  }
+
+  /**
+   * Forwards the outputs of a batch in input order and drops its sends from the buffer. {@code
+   * decided} holds the per-user decisions by input offset, or is null if the limiter could not be
+   * reached; tokens of sends it did not allow have been given back already.
+   */
+  private void forward(InFlight batch, Map<Long, Decision> decided, Map<Long, Refusal> refused) {
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
-    int next = 0;
     for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
       PendingSend p = e.getValue();
       ScheduledSend send = p.getSend();
       long decidedAt = decisionTime(send, batch.now());
-      Refusal refusal = batch.tokens().refused().get(e.getKey());
+      Refusal refusal = refused.get(e.getKey());
       SpecificRecord out;
-      boolean consumed = false;
       if (send.getTransactional()) {
         out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
       } else if (refusal != null) {
         out = Outcomes.global(send, p.getSegment(), decidedAt, refusal.cap(), refusal.key());
-      } else if (decisions == null) {
+      } else if (decided == null) {
         out = unavailable(send, p.getSegment(), decidedAt);
-        consumed = out instanceof Delivery;
+        if (!(out instanceof Delivery)) {
+          batch.tokens().giveBack(quotas, e.getKey());
+        }
       } else {
         Policy policy = batch.rules().of(p.getSegment());
-        Decision decision = decisions.get(next++);
-        out = Outcomes.of(send, policy, decision, decidedAt);
-        consumed = decision.outcome() == Decision.Outcome.ALLOWED;
-      }
-      if (!consumed) {
-        batch.tokens().giveBack(quotas, e.getKey());
+        out = Outcomes.of(send, policy, decided.get(e.getKey()), decidedAt);
       }
       if (shadow && out instanceof Suppression capped) {
         capped.setShadow(true);

@@ -1,6 +1,7 @@
 package io.sendcap.topology;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sendcap.avro.Channel;
@@ -508,6 +509,37 @@ class SendcapTopologyTest {
     assertThat(global.getCapLimit()).isEqualTo(3);
     assertThat(global.getCapWindow()).isEqualTo("1d");
     assertThat(global.getNextEligibleAt()).isEqualTo(Instant.parse("2026-11-03T00:00:00Z"));
+  }
+
+  @Test
+  void aSendTheGlobalCapRefusedGetsTheTokenASendCappedPerUserInItsBatchGaveBack() {
+    start(5);
+    publish(
+        """
+        segments:
+          - name: new-users
+            caps:
+              - {window: 1d, limit: 1}
+        default:
+          caps:
+            - {window: 1d, limit: 2}
+        global:
+          - {name: email-budget, window: 1d, limit: 3}
+        """);
+    pipe(send("a", NEW_USER, Duration.ZERO));
+    pipe(send("b", NEW_USER, Duration.ofMinutes(1))); // holds a token until its cap refuses it
+    pipe(send("c", 1, Duration.ofMinutes(2)));
+    pipe(send("d", 2, Duration.ofMinutes(3))); // no token left when the batch was flushed
+    pipe(send("e", 3, Duration.ofMinutes(4))); // fills the batch: a, b and c hold the 3 tokens
+
+    assertThat(deliveredIds()).containsExactly("a", "c", "d");
+    List<Suppression> capped =
+        suppressed.readValuesToList().stream().map(suppressions::decode).toList();
+    assertThat(capped)
+        .extracting(s -> s.getSend().getMessageId(), Suppression::getReason)
+        .containsExactly(
+            tuple("b", SuppressionReason.CAP), tuple("e", SuppressionReason.GLOBAL_CAP));
+    assertThat(undecided.count()).isZero();
   }
 
   private void publish(String yaml) {
