@@ -409,7 +409,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     if (again.isEmpty()) {
       return refused;
     }
-    Tokens tokens;
+    Tokens tokens = Tokens.NONE;
     List<CapRequest> requests = new ArrayList<>();
     List<Long> offsets = new ArrayList<>();
     List<Decision> decisions;
@@ -424,7 +424,10 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     } catch (LimiterUnavailableException e) {
       LOG.warn(
           "limiter unavailable for a second chance of {} sends: {}", again.size(), e.getMessage());
-      return refused; // they were refused on an answer Redis gave; the tokens go back with them
+      for (Long offset : tokens.held().keySet()) {
+        tokens.giveBack(quotas, offset);
+      }
+      return refused; // as first decided, on an answer Redis gave
     }
     Map<Long, Refusal> standing = new HashMap<>(refused);
     for (int i = 0; i < offsets.size(); i++) {

@@ -35,6 +35,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -540,6 +541,54 @@ class SendcapTopologyTest {
         .containsExactly(
             tuple("b", SuppressionReason.CAP), tuple("e", SuppressionReason.GLOBAL_CAP));
     assertThat(undecided.count()).isZero();
+  }
+
+  @Test
+  void aSecondChanceTheLimiterCannotDecideKeepsItsRefusalAndGivesItsTokensBack() {
+    AtomicInteger calls = new AtomicInteger();
+    CapStore secondCallFails =
+        new CapStore() {
+          @Override
+          public Pending submit(List<CapRequest> requests) {
+            if (calls.incrementAndGet() == 2) {
+              throw new LimiterUnavailableException("connection reset", null);
+            }
+            return model.submit(requests);
+          }
+
+          @Override
+          public void close() {}
+        };
+    start(5, new Properties(), () -> secondCallFails, Backpressure.NONE);
+    publish(
+        """
+        segments:
+          - name: new-users
+            caps:
+              - {window: 1d, limit: 1}
+        default:
+          caps:
+            - {window: 1d, limit: 2}
+        global:
+          - {name: email-budget, window: 1d, limit: 3}
+        """);
+    pipe(send("a", NEW_USER, Duration.ZERO));
+    pipe(send("b", NEW_USER, Duration.ofMinutes(1))); // gives its token back
+    pipe(send("c", 1, Duration.ofMinutes(2)));
+    pipe(send("d", 2, Duration.ofMinutes(3))); // its second chance fails
+    pipe(send("e", 3, Duration.ofMinutes(4)));
+    assertThat(deliveredIds()).containsExactly("a", "c");
+
+    pipe(send("f", 4, Duration.ofMinutes(5))); // the token b gave back is still there
+    driver.advanceWallClockTime(Duration.ofSeconds(1));
+    assertThat(deliveredIds()).containsExactly("f");
+    assertThat(calls).hasValue(3);
+    assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
+        .extracting(s -> s.getSend().getMessageId(), Suppression::getReason)
+        .containsExactly(
+            tuple("b", SuppressionReason.CAP),
+            tuple("d", SuppressionReason.GLOBAL_CAP),
+            tuple("e", SuppressionReason.GLOBAL_CAP));
   }
 
   private void publish(String yaml) {
