@@ -213,12 +213,19 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private record Tokens(Map<Long, List<GlobalQuotas.Key>> held, Map<Long, Refusal> refused) {
     static final Tokens NONE = new Tokens(Map.of(), Map.of());
 
-    /** Gives back the tokens of the send at {@code offset}, which did not use them. */
-    void giveBack(GlobalQuotas quotas, Long offset) {
-      List<GlobalQuotas.Key> keys = held.get(offset);
-      if (keys != null) {
-        keys.forEach(k -> quotas.giveBack(k, 1));
-      }
+    /**
+     * Gives back the tokens of the send at {@code offset}, which did not use them; returns the
+     * counters they go back to.
+     */
+    List<GlobalQuotas.Key> giveBack(GlobalQuotas quotas, Long offset) {
+      List<GlobalQuotas.Key> keys = held.getOrDefault(offset, List.of());
+      keys.forEach(k -> quotas.giveBack(k, 1));
+      return keys;
+    }
+
+    /** Gives back every token held, when none of the sends can use them. */
+    void giveBackAll(GlobalQuotas quotas) {
+      held.keySet().forEach(offset -> giveBack(quotas, offset));
     }
   }
 
@@ -351,7 +358,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       }
     } catch (LimiterUnavailableException e) {
       if (config.limiter().failureMode() == SendcapConfig.FailureMode.BLOCK) {
-        batch.sends().keySet().forEach(offset -> batch.tokens().giveBack(quotas, offset));
+        batch.tokens().giveBackAll(quotas);
         pending.putAll(batch.sends());
         backpressure.unavailable(e, pending.size());
         return;
@@ -365,6 +372,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       return;
     }
     Map<Long, Decision> decided = new HashMap<>();
+    Set<GlobalQuotas.Key> givenBack = new HashSet<>();
     int next = 0;
     for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
       if (!e.getValue().getSend().getTransactional()
@@ -372,11 +380,11 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
         Decision decision = decisions.get(next++);
         decided.put(e.getKey(), decision);
         if (decision.outcome() != Decision.Outcome.ALLOWED) {
-          batch.tokens().giveBack(quotas, e.getKey());
+          givenBack.addAll(batch.tokens().giveBack(quotas, e.getKey()));
         }
       }
     }
-    forward(batch, decided, secondChance(batch, decided));
+    forward(batch, decided, secondChance(batch, decided, givenBack));
   }
 
   /**
@@ -386,19 +394,12 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
    * it either. Tokens are taken before the per-user call because that call logs the sends it
    * allows; the sends that get tokens now are decided by one more call. Returns the refusals that
    * stand, and adds the new decisions to {@code decided}.
+   *
+   * @param givenBack the counters that sends of the batch gave tokens back to
    */
-  private Map<Long, Refusal> secondChance(InFlight batch, Map<Long, Decision> decided) {
+  private Map<Long, Refusal> secondChance(
+      InFlight batch, Map<Long, Decision> decided, Set<GlobalQuotas.Key> givenBack) {
     Map<Long, Refusal> refused = batch.tokens().refused();
-    Set<GlobalQuotas.Key> givenBack = new HashSet<>();
-    batch
-        .tokens()
-        .held()
-        .forEach(
-            (offset, keys) -> {
-              if (decided.get(offset).outcome() != Decision.Outcome.ALLOWED) {
-                givenBack.addAll(keys);
-              }
-            });
     TreeMap<Long, PendingSend> again = new TreeMap<>();
     refused.forEach(
         (offset, refusal) -> {
@@ -415,18 +416,18 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     List<Decision> decisions;
     try {
       tokens = takeTokens(again, batch.rules().version().policies().global(), batch.now());
-      for (Long offset : tokens.held().keySet().stream().sorted().toList()) {
-        PendingSend p = again.get(offset);
-        offsets.add(offset);
-        requests.add(request(p, batch.rules().of(p.getSegment()), batch.now()));
+      for (Map.Entry<Long, PendingSend> e : again.entrySet()) {
+        if (tokens.held().containsKey(e.getKey())) {
+          PendingSend p = e.getValue();
+          offsets.add(e.getKey());
+          requests.add(request(p, batch.rules().of(p.getSegment()), batch.now()));
+        }
       }
       decisions = requests.isEmpty() ? List.of() : capStore.submit(requests).await();
     } catch (LimiterUnavailableException e) {
       LOG.warn(
           "limiter unavailable for a second chance of {} sends: {}", again.size(), e.getMessage());
-      for (Long offset : tokens.held().keySet()) {
-        tokens.giveBack(quotas, offset);
-      }
+      tokens.giveBackAll(quotas);
       return refused; // as first decided, on an answer Redis gave
     }
     Map<Long, Refusal> standing = new HashMap<>(refused);

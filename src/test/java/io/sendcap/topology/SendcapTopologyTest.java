@@ -515,23 +515,7 @@ class SendcapTopologyTest {
   @Test
   void aSendTheGlobalCapRefusedGetsTheTokenASendCappedPerUserInItsBatchGaveBack() {
     start(5);
-    publish(
-        """
-        segments:
-          - name: new-users
-            caps:
-              - {window: 1d, limit: 1}
-        default:
-          caps:
-            - {window: 1d, limit: 2}
-        global:
-          - {name: email-budget, window: 1d, limit: 3}
-        """);
-    pipe(send("a", NEW_USER, Duration.ZERO));
-    pipe(send("b", NEW_USER, Duration.ofMinutes(1))); // holds a token until its cap refuses it
-    pipe(send("c", 1, Duration.ofMinutes(2)));
-    pipe(send("d", 2, Duration.ofMinutes(3))); // no token left when the batch was flushed
-    pipe(send("e", 3, Duration.ofMinutes(4))); // fills the batch: a, b and c hold the 3 tokens
+    pipeABatchThatRunsTheBudgetOut();
 
     assertThat(deliveredIds()).containsExactly("a", "c", "d");
     List<Suppression> capped =
@@ -560,6 +544,26 @@ class SendcapTopologyTest {
           public void close() {}
         };
     start(5, new Properties(), () -> secondCallFails, Backpressure.NONE);
+    pipeABatchThatRunsTheBudgetOut(); // d's second chance fails
+    assertThat(deliveredIds()).containsExactly("a", "c");
+
+    pipe(send("f", 4, Duration.ofMinutes(5))); // the token b gave back is still there
+    driver.advanceWallClockTime(Duration.ofSeconds(1));
+    assertThat(deliveredIds()).containsExactly("f");
+    assertThat(calls).hasValue(3);
+    assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
+        .extracting(s -> s.getSend().getMessageId(), Suppression::getReason)
+        .containsExactly(
+            tuple("b", SuppressionReason.CAP),
+            tuple("d", SuppressionReason.GLOBAL_CAP),
+            tuple("e", SuppressionReason.GLOBAL_CAP));
+  }
+
+  /**
+   * A global budget of 3 and a batch of 5 sends: a, b and c take the 3 tokens, d and e are refused
+   * for want of one, and b, capped per user, gives its token back.
+   */
+  private void pipeABatchThatRunsTheBudgetOut() {
     publish(
         """
         segments:
@@ -573,22 +577,10 @@ class SendcapTopologyTest {
           - {name: email-budget, window: 1d, limit: 3}
         """);
     pipe(send("a", NEW_USER, Duration.ZERO));
-    pipe(send("b", NEW_USER, Duration.ofMinutes(1))); // gives its token back
+    pipe(send("b", NEW_USER, Duration.ofMinutes(1)));
     pipe(send("c", 1, Duration.ofMinutes(2)));
-    pipe(send("d", 2, Duration.ofMinutes(3))); // its second chance fails
+    pipe(send("d", 2, Duration.ofMinutes(3)));
     pipe(send("e", 3, Duration.ofMinutes(4)));
-    assertThat(deliveredIds()).containsExactly("a", "c");
-
-    pipe(send("f", 4, Duration.ofMinutes(5))); // the token b gave back is still there
-    driver.advanceWallClockTime(Duration.ofSeconds(1));
-    assertThat(deliveredIds()).containsExactly("f");
-    assertThat(calls).hasValue(3);
-    assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
-        .extracting(s -> s.getSend().getMessageId(), Suppression::getReason)
-        .containsExactly(
-            tuple("b", SuppressionReason.CAP),
-            tuple("d", SuppressionReason.GLOBAL_CAP),
-            tuple("e", SuppressionReason.GLOBAL_CAP));
   }
 
   private void publish(String yaml) {
