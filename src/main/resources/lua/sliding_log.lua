@@ -26,9 +26,12 @@
 --                     window in ms (Cap checks the limit), so start + count is read back whole.
 --                     Packed, a counter costs one number fewer to print (ZRANGE) and parse (ZADD).
 -- ARGV[1]  the index in ARGV of the first send's arguments
+-- ARGV[2]  the time floor, ms: no send decided after this call has an earlier decision time
+--          (under the event clock, sends arrive out of order, so it may lie before their `now`)
 -- ARGV     then the shapes of the call: the caps that apply to a kind of send, each
 --            minInterval horizon ttl ncaps     interval ms (0: none); horizon ms (log entries
---                                              this old are evicted when a send is logged);
+--                                              this far before the time floor are evicted when a
+--                                              send is logged: no decision can count them);
 --                                              ttl ms (the key expires this long after a send
 --                                              is logged: at least the horizon, and as long as
 --                                              a counter's state matters)
@@ -42,19 +45,22 @@
 --                                              counter ('' for a sliding log)
 -- ARGV     then per send: now member shape [start end]*
 --                                              decision ms; idempotency id; the ARGV index of
---                                              its shape; for each calendar cap of the shape,
+--                                              its shape, negative for a probe (only asks whether
+--                                              the send is a replay); for each calendar cap of the shape,
 --                                              in order, its current period [start, end)
 --
 -- A logged send at t counts against a rolling window w iff t > now - w (later than now counts
--- too), against a calendar cap iff start <= t < end. Entries older than the horizon are evicted
--- when a send is logged; until then they still identify a replay. Counters never go back in
+-- too), against a calendar cap iff start <= t < end. Entries at or before floor - horizon are
+-- evicted when a send is logged; until then they still identify a replay. Counters never go back in
 -- time: a send older than a counter's bucket (an out-of-order event) counts in that bucket.
 -- Returns 4 integers per send: outcome, cap, count, nextEligibleAt, where outcome is
 --   0 allowed and logged, 1 already logged (allowed again, nothing consumed),
---   2 capped by cap number `cap` (1-based, in its shape) holding `count` sends, 3 minimum interval;
+--   2 capped by cap number `cap` (1-based, in its shape) holding `count` sends, 3 minimum interval,
+--   4 a probe that is not a replay (nothing checked or logged);
 --   and nextEligibleAt is the earliest time >= now at which the same send would be allowed.
 
 local call, byte, char, floor, unpack = redis.call, string.byte, string.char, math.floor, unpack
+local timeFloor = tonumber(ARGV[2])
 
 -- A shape's numbers, parsed once per call.
 local shapes = {}
@@ -154,7 +160,7 @@ local function bucket(cap, counters, now, w)
   return floor((tat - now + interval - 1) / interval), tat - (cap.limit - 1) * interval, w + 2
 end
 
-local function decide(key, a, v)
+local function decide(key, a, v, probe)
   local now, member = tonumber(ARGV[a]), ARGV[a + 1]
   local log = call('ZRANGE', key, 0, -1, 'WITHSCORES')
   local n, counters, held = 0, nil, 0
@@ -173,6 +179,9 @@ local function decide(key, a, v)
       times[n] = tonumber(log[i + 1])
       channels[n] = floor(b / 32)
     end
+  end
+  if probe then
+    return 4, 0, 0, now
   end
   local failed, failedCount, nextEligible, w = 0, 0, now, 0
   for c = 1, #v do
@@ -231,7 +240,7 @@ local function decide(key, a, v)
   if tooSoon then
     return 3, 0, 0, nextEligible
   end
-  local evict, stale = now - v.horizon, 0
+  local evict, stale = timeFloor - v.horizon, 0
   while stale < n and times[stale + 1] <= evict do
     stale = stale + 1
   end
@@ -251,9 +260,10 @@ end
 local result = {}
 local a = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local v = shape(tonumber(ARGV[a + 2]))
+  local sh = tonumber(ARGV[a + 2])
+  local v = shape(sh < 0 and -sh or sh)
   local r = 4 * i
-  result[r - 3], result[r - 2], result[r - 1], result[r] = decide(KEYS[i], a, v)
+  result[r - 3], result[r - 2], result[r - 1], result[r] = decide(KEYS[i], a, v, sh < 0)
   a = a + 3 + 2 * v.calendars
 end
 return result

@@ -41,8 +41,6 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param avroSerde {@code single-object}, or the class name of a Kafka {@code Serde} for Avro
  * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
  *     the {@code single-object} serde; a registry-backed serde finds them itself)
- * @param maxSkew how far a send's {@code scheduledAt} may lie from its record's timestamp; a send
- *     beyond it goes to the dead-letter topic
  * @param httpPort the port of the metrics and health endpoint: 0 for a free one, -1 for none
  * @param effective every setting as in force, defaults applied, by key (sorted)
  */
@@ -56,7 +54,6 @@ public record SendcapConfig(
     Batch batch,
     String avroSerde,
     List<Schema> writerSchemas,
-    Duration maxSkew,
     int httpPort,
     Map<String, String> effective) {
 
@@ -65,6 +62,14 @@ public record SendcapConfig(
 
   /** The default of {@code http.port}. */
   public static final int DEFAULT_HTTP_PORT = 8080;
+
+  /**
+   * How far a send's {@code scheduledAt} may lie from its record's timestamp ({@code
+   * cap.max-skew.ms}); see {@link Limiter#maxSkew()}.
+   */
+  public Duration maxSkew() {
+    return limiter.maxSkew();
+  }
 
   private static final Set<String> OWN_PREFIXES =
       Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.", "http.");
@@ -136,6 +141,9 @@ public record SendcapConfig(
    *     every window, so that a replay of it within this time is recognised and not counted again
    * @param sendsPerCall how many sends one script call decides at most
    * @param globalLease how long an instance holds tokens of a global cap before unused ones go back
+   * @param maxSkew how far a send's {@code scheduledAt} may lie from its record's timestamp, and
+   *     under the event clock behind the newest record timestamp of its partition; a send beyond it
+   *     goes to the dead-letter topic
    */
   public record Limiter(
       List<String> uris,
@@ -146,7 +154,8 @@ public record SendcapConfig(
       Clock clock,
       Duration idempotencyRetention,
       int sendsPerCall,
-      Duration globalLease) {
+      Duration globalLease,
+      Duration maxSkew) {
     /** Creates the settings; the list is copied. */
     public Limiter {
       uris = List.copyOf(uris);
@@ -192,7 +201,8 @@ public record SendcapConfig(
             r.choice("cap.clock", Clock.WALL),
             r.millis("cap.idempotency.retention.ms", 86_400_000),
             r.intRange("cap.redis.sends-per-call", 16, 1, 1000),
-            r.millis("cap.global.lease.ms", 5_000));
+            r.millis("cap.global.lease.ms", 5_000),
+            r.millis("cap.max-skew.ms", 604_800_000));
     Mode mode = r.choice("cap.mode", Mode.ENFORCE);
     Batch batch =
         new Batch(
@@ -201,7 +211,6 @@ public record SendcapConfig(
     Duration segments = r.millis("segments.load.timeout.ms", 120_000);
     String serde = r.string("avro.serde", SINGLE_OBJECT);
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
-    Duration maxSkew = r.millis("cap.max-skew.ms", 604_800_000);
     int httpPort = r.intRange("http.port", DEFAULT_HTTP_PORT, -1, 65_535);
     Properties streams = r.streams();
     r.problems.throwIfAny();
@@ -215,7 +224,6 @@ public record SendcapConfig(
         batch,
         serde,
         writerSchemas,
-        maxSkew,
         httpPort,
         Collections.unmodifiableMap(r.effective));
   }

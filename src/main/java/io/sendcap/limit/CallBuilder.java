@@ -30,15 +30,28 @@ final class CallBuilder {
 
   private final byte[] keyPrefix;
   private final long retentionMs;
+  private final long disorderMs;
   private final int sendsPerCall;
   private final boolean cluster;
 
   /** Shapes by policy (compared by identity: policies are loaded once), then channel ordinal. */
   private final Map<Policy, Shape[]> shapes = new IdentityHashMap<>();
 
-  CallBuilder(String keyPrefix, long retentionMs, int sendsPerCall, boolean cluster) {
+  /**
+   * @param keyPrefix the prefix of every user's key
+   * @param retentionMs how long a logged send is kept at least, for replays
+   * @param disorderMs how much longer, in wall time, a key must outlive its newest logged send
+   *     because sends are decided out of order: 0 under the wall clock; under the event clock,
+   *     twice the maximum skew (a send may be logged up to the skew ahead of its record's time, and
+   *     a send counting it may come up to the skew behind)
+   * @param sendsPerCall how many sends one call decides at most
+   * @param cluster whether calls must group sends by cluster slot
+   */
+  CallBuilder(
+      String keyPrefix, long retentionMs, long disorderMs, int sendsPerCall, boolean cluster) {
     this.keyPrefix = (keyPrefix + "{").getBytes(StandardCharsets.US_ASCII);
     this.retentionMs = retentionMs;
+    this.disorderMs = disorderMs;
     this.sendsPerCall = sendsPerCall;
     this.cluster = cluster;
   }
@@ -79,7 +92,8 @@ final class CallBuilder {
     private final List<int[]> capIndexes = new ArrayList<>();
     private final Map<Shape, byte[]> shapeIndexes = new IdentityHashMap<>();
     private final List<Shape> used = new ArrayList<>();
-    private int nextShapeIndex = 2;
+    private int nextShapeIndex = 3;
+    private long timeFloor = Long.MAX_VALUE;
 
     int size() {
       return keys.size();
@@ -97,10 +111,11 @@ final class CallBuilder {
       keys.add(key);
       indexes.add(index);
       capIndexes.add(shape.capIndexes());
+      timeFloor = Math.min(timeFloor, r.timeFloor());
       long now = r.now();
       sendArgs.add(ascii(now));
       sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
-      sendArgs.add(number);
+      sendArgs.add(r.probe() ? probe(number) : number);
       for (Cap cap : shape.caps()) {
         if (cap.kind() != Cap.Kind.ROLLING) {
           CalendarPeriods.Period period =
@@ -114,6 +129,7 @@ final class CallBuilder {
     Call build() {
       List<byte[]> args = new ArrayList<>(nextShapeIndex - 1 + sendArgs.size());
       args.add(ascii(nextShapeIndex));
+      args.add(ascii(timeFloor));
       for (Shape shape : used) {
         args.addAll(shape.args());
       }
@@ -128,7 +144,7 @@ final class CallBuilder {
     Shape[] byChannel = shapes.computeIfAbsent(policy, p -> new Shape[Channel.values().length]);
     Shape shape = byChannel[channel.ordinal()];
     if (shape == null) {
-      shape = Shape.of(policy, channel, retentionMs);
+      shape = Shape.of(policy, channel, retentionMs, disorderMs);
       byChannel[channel.ordinal()] = shape;
     }
     return shape;
@@ -139,12 +155,12 @@ final class CallBuilder {
    * their encoding as script arguments.
    */
   private record Shape(List<Cap> caps, int[] capIndexes, List<byte[]> args) {
-    static Shape of(Policy policy, Channel channel, long retentionMs) {
+    static Shape of(Policy policy, Channel channel, long retentionMs, long disorderMs) {
       List<Cap> caps = policy.caps().stream().filter(c -> c.appliesTo(channel)).toList();
       int[] indexes = caps.stream().mapToInt(policy.caps()::indexOf).toArray();
       long interval = policy.minInterval().toMillis();
       long horizon = Math.max(policy.logHorizon().toMillis(), retentionMs);
-      long ttl = Math.max(policy.horizon().toMillis(), horizon);
+      long ttl = Math.max(policy.horizon().toMillis(), horizon) + disorderMs;
       List<byte[]> args = new ArrayList<>();
       args.add(ascii(interval));
       args.add(ascii(horizon));
@@ -200,6 +216,14 @@ final class CallBuilder {
       id.append(':').append(MessageIds.channelCode(cap.channel()));
     }
     return id.toString().getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** A shape's index marked as a probe's: negative. */
+  private static byte[] probe(byte[] number) {
+    byte[] negative = new byte[number.length + 1];
+    negative[0] = '-';
+    System.arraycopy(number, 0, negative, 1, number.length);
+    return negative;
   }
 
   private static byte[] ascii(long n) {

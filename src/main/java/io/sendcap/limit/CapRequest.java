@@ -13,9 +13,32 @@ import java.time.ZoneId;
  * @param policy the caps to check
  * @param channel the send's channel: caps scoped to another channel neither apply nor count it
  * @param zone the user's time zone for calendar caps, or null for the policy's zone
+ * @param timeFloor no send decided after this one has an earlier decision time: log entries that no
+ *     decision at or after it can count are evicted (under the wall clock, {@code now}; under the
+ *     event clock, out-of-order sends still admissible may come earlier than {@code now})
+ * @param probe whether only to ask if the send is a replay: if it is not, it is neither checked nor
+ *     logged (a send a global cap refused is delivered all the same if it is a replay)
  */
 public record CapRequest(
-    long userId, String messageId, long now, Policy policy, Channel channel, ZoneId zone) {
+    long userId,
+    String messageId,
+    long now,
+    Policy policy,
+    Channel channel,
+    ZoneId zone,
+    long timeFloor,
+    boolean probe) {
+
+  /** Creates a request for a send after which no send is decided at an earlier time. */
+  public CapRequest(
+      long userId, String messageId, long now, Policy policy, Channel channel, ZoneId zone) {
+    this(userId, messageId, now, policy, channel, zone, now, false);
+  }
+
+  /** The same send, asking only whether it is a replay. */
+  public CapRequest asProbe() {
+    return new CapRequest(userId, messageId, now, policy, channel, zone, timeFloor, true);
+  }
 
   /** Creates a request for an email in the policy's time zone. */
   public CapRequest(long userId, String messageId, long now, Policy policy) {

@@ -21,7 +21,9 @@ public record Decision(Outcome outcome, int capIndex, int count, long nextEligib
     /** A cap was full. */
     CAPPED,
     /** The user's newest send is too recent. */
-    MIN_INTERVAL
+    MIN_INTERVAL,
+    /** Asked only whether it is a replay ({@link CapRequest#probe()}): it is not. */
+    NOT_A_REPLAY
   }
 
   /** Whether the send may be delivered. */

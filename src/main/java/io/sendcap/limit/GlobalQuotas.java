@@ -4,7 +4,11 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -212,25 +216,30 @@ public final class GlobalQuotas implements AutoCloseable {
         direct = need;
       }
       giveBackToRedis(key, expiredTokens);
-      if (own != null) {
-        reserveFor(b, key, limit, own, now);
-      }
       long got = taken;
-      if (join != null) {
-        long share = Math.max(0, Math.min(claim, join.await() - claimFrom));
-        got += share;
-        direct += claim - share;
-      }
-      if (direct > 0) {
-        long granted = reserve(key, direct, limit, now);
-        got += granted;
-        if (granted < direct) {
-          synchronized (b) { // tokens another thread's reservation brought in meanwhile
-            long late = Math.min(direct - granted, b.available);
-            b.available -= late;
-            got += late;
+      try {
+        if (own != null) {
+          reserveFor(b, key, limit, own, now);
+        }
+        if (join != null) {
+          long share = Math.max(0, Math.min(claim, join.await() - claimFrom));
+          got += share;
+          direct += claim - share;
+        }
+        if (direct > 0) {
+          long granted = reserve(key, direct, limit, now);
+          got += granted;
+          if (granted < direct) {
+            synchronized (b) { // tokens another thread's reservation brought in meanwhile
+              long late = Math.min(direct - granted, b.available);
+              b.available -= late;
+              got += late;
+            }
           }
         }
+      } catch (RuntimeException e) {
+        giveBack(key, got); // what was taken before Redis failed goes back, not astray
+        throw e;
       }
       return got;
     }
@@ -271,13 +280,17 @@ public final class GlobalQuotas implements AutoCloseable {
     return key.windowEnd() > now ? Math.min(end, key.windowEnd()) : end;
   }
 
-  /** Returns tokens taken and not used to the instance's share; no Redis call. */
+  /**
+   * Returns tokens taken and not used to the instance's share, or to Redis (without waiting) if the
+   * counter has been forgotten meanwhile.
+   */
   public void giveBack(Key key, long n) {
     if (n <= 0) {
       return;
     }
     Bucket b = buckets.get(key);
     if (b == null) {
+      giveBackToRedis(key, n);
       return;
     }
     synchronized (b) {
@@ -293,8 +306,8 @@ public final class GlobalQuotas implements AutoCloseable {
   }
 
   /**
-   * Gives back to Redis the tokens whose lease has ended, and forgets counters unused for a lease;
-   * called regularly by the stream threads.
+   * Gives back to Redis the tokens whose lease has ended (without waiting for Redis), and forgets
+   * counters unused for a lease; called regularly by the stream threads.
    */
   public void sweep() {
     long now = wallClock.millis();
@@ -318,20 +331,48 @@ public final class GlobalQuotas implements AutoCloseable {
   }
 
   /**
-   * Gives unused tokens back to their counter (a no-op in Redis once the counter has expired). If
-   * Redis cannot be reached they stay counted: fewer sends allowed, never more.
+   * Counts tokens that are neither surely used nor given back: they were held by sends whose
+   * per-user call failed, so Redis may have logged those sends, and a send delivered later as a
+   * replay of one must find its token still counted. They stay counted: fewer sends allowed, never
+   * more.
    */
-  private void giveBackToRedis(Key key, long tokens) {
-    if (tokens <= 0) {
-      return;
+  public void forfeit(Key key, long n) {
+    if (n > 0) {
+      lost.add(n);
     }
+  }
+
+  /**
+   * Gives unused tokens back to their counter (a no-op in Redis once the counter has expired),
+   * without waiting for Redis. If Redis cannot be reached they stay counted: fewer sends allowed,
+   * never more.
+   */
+  private CompletableFuture<?> giveBackToRedis(Key key, long tokens) {
+    if (tokens <= 0) {
+      return CompletableFuture.completedFuture(null);
+    }
+    releaseCalls.increment();
     try {
-      releaseCalls.increment();
-      store.release(redisKey(key), tokens);
-      released.add(tokens);
-    } catch (LimiterUnavailableException e) {
+      return store
+          .release(redisKey(key), tokens)
+          .toCompletableFuture()
+          .whenComplete(
+              (done, failed) -> {
+                if (failed == null) {
+                  released.add(tokens);
+                } else {
+                  lost.add(tokens);
+                  LOG.warn(
+                      "could not give {} unused tokens of {} back: {}",
+                      tokens,
+                      key,
+                      failed.getMessage());
+                }
+              });
+    } catch (RuntimeException e) {
       lost.add(tokens);
       LOG.warn("could not give {} unused tokens of {} back: {}", tokens, key, e.getMessage());
+      return CompletableFuture.completedFuture(null);
     }
   }
 
@@ -349,9 +390,10 @@ public final class GlobalQuotas implements AutoCloseable {
     return releaseCalls.sum();
   }
 
-  /** Gives every token held back to Redis and closes the store. */
+  /** Gives every token held back to Redis, waits for Redis to have them, and closes the store. */
   @Override
   public void close() {
+    List<CompletableFuture<?>> releases = new ArrayList<>();
     for (Map.Entry<Key, Bucket> e : buckets.entrySet()) {
       long unused;
       synchronized (e.getValue()) {
@@ -359,9 +401,14 @@ public final class GlobalQuotas implements AutoCloseable {
         e.getValue().available = 0;
         e.getValue().dropped = true;
       }
-      giveBackToRedis(e.getKey(), unused);
+      releases.add(giveBackToRedis(e.getKey(), unused));
     }
     buckets.clear();
+    try {
+      CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)).join();
+    } catch (CompletionException e) {
+      // counted as lost and logged where it failed
+    }
     store.close();
   }
 }

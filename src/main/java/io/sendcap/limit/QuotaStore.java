@@ -1,5 +1,7 @@
 package io.sendcap.limit;
 
+import java.util.concurrent.CompletionStage;
+
 /** Where the counters of global caps live: one counter per cap, scope and window. */
 public interface QuotaStore extends AutoCloseable {
   /**
@@ -13,11 +15,12 @@ public interface QuotaStore extends AutoCloseable {
   long reserve(String key, long want, long limit, long ttlMillis);
 
   /**
-   * Gives back {@code tokens} reserved and not used.
+   * Gives back {@code tokens} reserved and not used, without waiting for the store.
    *
-   * @throws LimiterUnavailableException if the store cannot be reached
+   * @return completes once the store has them back, or exceptionally with a {@link
+   *     LimiterUnavailableException} if it cannot be reached
    */
-  void release(String key, long tokens);
+  CompletionStage<Void> release(String key, long tokens);
 
   @Override
   void close();

@@ -10,6 +10,9 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -18,6 +21,9 @@ import java.util.concurrent.TimeoutException;
  * The counters of global caps in Redis, changed by the {@code quota.lua} script with EVALSHA over
  * one connection that every stream thread of the instance shares (Lettuce connections are
  * thread-safe). A node that answers NOSCRIPT gets the script again and the call is retried once.
+ * Reservations wait for their answer (a send's fate depends on it); releases do not (nobody waits
+ * for tokens given back, and an unreachable Redis must not stall the stream threads that give
+ * them).
  */
 public final class RedisQuotaStore implements QuotaStore {
   /** The classpath resource of the quota script. */
@@ -50,8 +56,37 @@ public final class RedisQuotaStore implements QuotaStore {
   }
 
   @Override
-  public void release(String key, long tokens) {
-    call(key, -tokens, 0, 0);
+  public CompletionStage<Void> release(String key, long tokens) {
+    byte[][] keys = {key.getBytes(StandardCharsets.UTF_8)};
+    byte[][] args = {bytes(-tokens), bytes(0), bytes(0)};
+    CompletableFuture<List<Long>> first =
+        scripting
+            .<List<Long>>evalsha(sha, ScriptOutputType.MULTI, keys, args)
+            .toCompletableFuture();
+    return first
+        .<CompletionStage<List<Long>>>handle(
+            (reply, failed) -> {
+              if (failed == null) {
+                return CompletableFuture.completedFuture(reply);
+              }
+              if (unwrap(failed) instanceof RedisNoScriptException) {
+                return scripting
+                    .scriptLoad(script)
+                    .thenCompose(s -> scripting.evalsha(sha, ScriptOutputType.MULTI, keys, args));
+              }
+              return CompletableFuture.failedFuture(unavailable(unwrap(failed)));
+            })
+        .thenCompose(s -> s)
+        .<Void>thenApply(reply -> null)
+        .exceptionally(
+            failed -> {
+              Throwable cause = unwrap(failed);
+              throw cause instanceof LimiterUnavailableException u ? u : unavailable(cause);
+            });
+  }
+
+  private static Throwable unwrap(Throwable t) {
+    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
   }
 
   private List<Long> call(String key, long tokens, long limit, long ttlMillis) {

@@ -50,6 +50,7 @@ public final class RedisSlidingLog implements CapStore {
         new CallBuilder(
             settings.keyPrefix(),
             settings.idempotencyRetention().toMillis(),
+            settings.clock() == SendcapConfig.Clock.EVENT ? 2 * settings.maxSkew().toMillis() : 0,
             settings.sendsPerCall(),
             settings.cluster());
     this.scripting = scripting(connection);
@@ -227,6 +228,7 @@ public final class RedisSlidingLog implements CapStore {
       case 1 -> new Decision(Decision.Outcome.DUPLICATE, -1, 0, next);
       case 2 -> new Decision(Decision.Outcome.CAPPED, capIndexes[cap - 1], count, next);
       case 3 -> new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
+      case 4 -> new Decision(Decision.Outcome.NOT_A_REPLAY, -1, 0, next);
       default -> throw new IllegalStateException("unexpected script outcome " + outcome);
     };
   }

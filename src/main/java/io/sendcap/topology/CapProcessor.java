@@ -1,11 +1,9 @@
 package io.sendcap.topology;
 
 import io.micrometer.core.instrument.MeterRegistry;
-import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.internal.PendingSend;
-import io.sendcap.config.GlobalCap;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
@@ -21,14 +19,12 @@ import java.time.InstantSource;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.streams.processor.Cancellable;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -84,6 +80,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private KeyValueStore<Long, PendingSend> buffer;
   private CapStore capStore;
   private long oldestPendingSince;
+  private Cancellable punctuator;
 
   CapProcessor(
       SendcapConfig config,
@@ -105,7 +102,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     this.wallClock = wallClock;
     this.storeName = storeName;
     this.backpressure = backpressure;
-    this.validator = new SendValidator(config.maxSkew());
+    this.validator =
+        new SendValidator(config.maxSkew(), config.limiter().clock() == SendcapConfig.Clock.EVENT);
     this.meters = new DecisionMeters(metrics);
   }
 
@@ -113,6 +111,10 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   public void init(ProcessorContext<byte[], SpecificRecord> context) {
     this.context = context;
     this.buffer = context.getStateStore(storeName);
+    // Kafka Streams may close and init the same instance again (a revived task): what the buffer
+    // holds now is all there is to decide.
+    pending = new TreeMap<>();
+    inFlight = null;
     try (KeyValueIterator<Long, PendingSend> restored = buffer.all()) {
       restored.forEachRemaining(kv -> pending.put(kv.key, kv.value));
     }
@@ -125,7 +127,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     Duration maxWait = config.batch().maxWait();
     Duration tick =
         Duration.ofMillis(Math.max(1, Math.min(maxWait.toMillis() / 2, Undecided.TICK.toMillis())));
-    context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::punctuate);
+    punctuator = context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::punctuate);
   }
 
   @Override
@@ -136,7 +138,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
             .orElseThrow(() -> new IllegalStateException("a send without input offset"))
             .offset();
     ScheduledSend send = record.value();
-    validator.check(send, record.timestamp());
+    validator.check(send, record.timestamp(), context.currentStreamTimeMs());
     String segment = segments.segmentOf(send.getUserId());
     PendingSend entry =
         new PendingSend(
@@ -196,40 +198,18 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
 
   /**
    * A batch submitted to the cap store whose decisions have not been forwarded yet; its sends are
-   * still in the changelogged buffer.
+   * still in the changelogged buffer. {@code asked} holds the input offsets of {@code requests}, in
+   * the same order.
    */
   private record InFlight(
       TreeMap<Long, PendingSend> sends,
       Rules rules,
-      Tokens tokens,
+      BatchTokens tokens,
+      List<Long> asked,
       List<CapRequest> requests,
       CapStore.Pending decisions,
-      long now) {}
-
-  /**
-   * The global caps' verdict on a batch: the tokens each send holds (by input offset), and the
-   * sends refused, with the cap and counter that were full.
-   */
-  private record Tokens(Map<Long, List<GlobalQuotas.Key>> held, Map<Long, Refusal> refused) {
-    static final Tokens NONE = new Tokens(Map.of(), Map.of());
-
-    /**
-     * Gives back the tokens of the send at {@code offset}, which did not use them; returns the
-     * counters they go back to.
-     */
-    List<GlobalQuotas.Key> giveBack(GlobalQuotas quotas, Long offset) {
-      List<GlobalQuotas.Key> keys = held.getOrDefault(offset, List.of());
-      keys.forEach(k -> quotas.giveBack(k, 1));
-      return keys;
-    }
-
-    /** Gives back every token held, when none of the sends can use them. */
-    void giveBackAll(GlobalQuotas quotas) {
-      held.keySet().forEach(offset -> giveBack(quotas, offset));
-    }
-  }
-
-  private record Refusal(GlobalCap cap, GlobalQuotas.Key key) {}
+      long now,
+      long timeFloor) {}
 
   /**
    * Forwards the batch in flight, if any, then submits the pending sends and keeps them in flight
@@ -246,79 +226,56 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     TreeMap<Long, PendingSend> sends = pending;
     pending = new TreeMap<>();
     meters.batch(sends.size());
-    Tokens tokens;
+    long floor = timeFloor(sends, now);
+    BatchTokens tokens;
     try {
-      tokens = takeTokens(sends, batchRules.version().policies().global(), now);
+      tokens =
+          BatchTokens.reserve(
+              quotas,
+              batchRules.version().policies().global(),
+              scheduled(sends),
+              send -> decisionTime(send, now));
     } catch (LimiterUnavailableException e) {
-      inFlight = new InFlight(sends, batchRules, Tokens.NONE, List.of(), failed(e), now);
+      inFlight =
+          new InFlight(
+              sends, batchRules, BatchTokens.none(), List.of(), List.of(), failed(e), now, floor);
       return;
     }
+    List<Long> asked = new ArrayList<>(sends.size());
     List<CapRequest> requests = new ArrayList<>(sends.size());
     for (Map.Entry<Long, PendingSend> e : sends.entrySet()) {
       PendingSend p = e.getValue();
-      if (!p.getSend().getTransactional() && !tokens.refused().containsKey(e.getKey())) {
-        requests.add(request(p, batchRules.of(p.getSegment()), now));
+      if (!p.getSend().getTransactional()) {
+        CapRequest request = request(p, batchRules.of(p.getSegment()), now, floor);
+        asked.add(e.getKey());
+        requests.add(tokens.isRefused(e.getKey()) ? request.asProbe() : request);
       }
     }
-    inFlight = new InFlight(sends, batchRules, tokens, requests, submit(requests), now);
+    inFlight =
+        new InFlight(sends, batchRules, tokens, asked, requests, submit(requests), now, floor);
   }
 
   /**
-   * Takes a token of every global cap that applies, for each send of the batch that is not
-   * transactional; a send that cannot have one of them all is refused and holds none.
+   * The earliest decision time that a send decided from this batch on may have: log entries no such
+   * decision can count may be evicted. Under the wall clock, now; under the event clock, the
+   * earliest {@code scheduledAt} of the batch, or of a send still admissible later ({@code
+   * cap.max-skew.ms} behind the stream time), whichever is earlier.
    */
-  private Tokens takeTokens(TreeMap<Long, PendingSend> sends, List<GlobalCap> caps, long now) {
-    if (caps.isEmpty()) {
-      return Tokens.NONE;
+  private long timeFloor(TreeMap<Long, PendingSend> sends, long now) {
+    if (config.limiter().clock() != SendcapConfig.Clock.EVENT) {
+      return now;
     }
-    Map<Long, List<GlobalQuotas.Key>> keysOf = new HashMap<>();
-    Map<GlobalQuotas.Key, GlobalCap> capOf = new LinkedHashMap<>();
-    Map<GlobalQuotas.Key, Long> wanted = new HashMap<>();
-    for (Map.Entry<Long, PendingSend> e : sends.entrySet()) {
-      ScheduledSend send = e.getValue().getSend();
-      if (send.getTransactional()) {
-        continue;
-      }
-      long time = decisionTime(send, now);
-      List<GlobalQuotas.Key> keys = new ArrayList<>(caps.size());
-      for (GlobalCap cap : caps) {
-        if (cap.appliesTo(send)) {
-          GlobalQuotas.Key key =
-              GlobalQuotas.Key.of(cap.name(), cap.scopeOf(send), time, cap.window().toMillis());
-          keys.add(key);
-          capOf.put(key, cap);
-          wanted.merge(key, 1L, Long::sum);
-        }
-      }
-      if (!keys.isEmpty()) {
-        keysOf.put(e.getKey(), keys);
-      }
+    long floor = context.currentStreamTimeMs() - config.maxSkew().toMillis();
+    for (PendingSend p : sends.values()) {
+      floor = Math.min(floor, p.getSend().getScheduledAt().toEpochMilli());
     }
-    Map<GlobalQuotas.Key, Long> left = new HashMap<>();
-    try {
-      for (Map.Entry<GlobalQuotas.Key, GlobalCap> e : capOf.entrySet()) {
-        GlobalCap cap = e.getValue();
-        long want = wanted.get(e.getKey());
-        left.put(e.getKey(), quotas.acquire(e.getKey(), cap.limit(), cap.maxBatch(), want));
-      }
-    } catch (LimiterUnavailableException e) {
-      left.forEach(quotas::giveBack);
-      throw e;
-    }
-    Map<Long, List<GlobalQuotas.Key>> held = new HashMap<>();
-    Map<Long, Refusal> refused = new HashMap<>();
-    for (Map.Entry<Long, List<GlobalQuotas.Key>> e : new TreeMap<>(keysOf).entrySet()) {
-      GlobalQuotas.Key full =
-          e.getValue().stream().filter(k -> left.get(k) == 0).findFirst().orElse(null);
-      if (full == null) {
-        e.getValue().forEach(k -> left.merge(k, -1L, Long::sum));
-        held.put(e.getKey(), e.getValue());
-      } else {
-        refused.put(e.getKey(), new Refusal(capOf.get(full), full));
-      }
-    }
-    left.forEach(quotas::giveBack);
-    return new Tokens(held, refused);
+    return floor;
+  }
+
+  private static TreeMap<Long, ScheduledSend> scheduled(TreeMap<Long, PendingSend> sends) {
+    TreeMap<Long, ScheduledSend> scheduled = new TreeMap<>();
+    sends.forEach((offset, p) -> scheduled.put(offset, p.getSend()));
+    return scheduled;
   }
 
   private CapStore.Pending submit(List<CapRequest> requests) {
@@ -357,8 +314,11 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
         backpressure.answered();
       }
     } catch (LimiterUnavailableException e) {
-      if (config.limiter().failureMode() == SendcapConfig.FailureMode.BLOCK) {
-        batch.tokens().giveBackAll(quotas);
+      SendcapConfig.FailureMode mode = config.limiter().failureMode();
+      if (mode != SendcapConfig.FailureMode.ALLOW) {
+        batch.tokens().forfeit();
+      }
+      if (mode == SendcapConfig.FailureMode.BLOCK) {
         pending.putAll(batch.sends());
         backpressure.unavailable(e, pending.size());
         return;
@@ -366,81 +326,83 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       LOG.warn(
           "limiter unavailable, {} sends decided by failure mode {}: {}",
           batch.requests().size(),
-          config.limiter().failureMode(),
+          mode,
           e.getMessage());
       forward(batch, null, batch.tokens().refused());
       return;
     }
     Map<Long, Decision> decided = new HashMap<>();
-    Set<GlobalQuotas.Key> givenBack = new HashSet<>();
-    int next = 0;
-    for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
-      if (!e.getValue().getSend().getTransactional()
-          && !batch.tokens().refused().containsKey(e.getKey())) {
-        Decision decision = decisions.get(next++);
-        decided.put(e.getKey(), decision);
-        if (decision.outcome() != Decision.Outcome.ALLOWED) {
-          givenBack.addAll(batch.tokens().giveBack(quotas, e.getKey()));
-        }
+    Map<Long, BatchTokens.Refusal> refused = new HashMap<>(batch.tokens().refused());
+    for (int i = 0; i < batch.asked().size(); i++) {
+      Long offset = batch.asked().get(i);
+      Decision decision = decisions.get(i);
+      if (decision.outcome() == Decision.Outcome.NOT_A_REPLAY) {
+        continue; // refused by a global cap, and not a replay: the refusal stands for now
       }
+      refused.remove(offset);
+      decided.put(offset, decision);
+      batch.tokens().settle(offset, decision);
     }
-    forward(batch, decided, secondChance(batch, decided, givenBack));
+    secondChance(batch, decided, refused);
+    forward(batch, decided, refused);
   }
 
   /**
    * Gives the sends the global caps refused a second chance once the sends their per-user caps
    * refused have given their tokens back: the global caps are checked after the per-user ones, so a
    * send is refused only if the tokens that the rest of its batch did not use were not enough for
-   * it either. Tokens are taken before the per-user call because that call logs the sends it
-   * allows; the sends that get tokens now are decided by one more call. Returns the refusals that
-   * stand, and adds the new decisions to {@code decided}.
-   *
-   * @param givenBack the counters that sends of the batch gave tokens back to
+   * it either. The sends that get tokens now are decided by one more call; they leave {@code
+   * refused} and join {@code decided}. If the limiter cannot answer, the refusals stand (they were
+   * made on an answer Redis gave).
    */
-  private Map<Long, Refusal> secondChance(
-      InFlight batch, Map<Long, Decision> decided, Set<GlobalQuotas.Key> givenBack) {
-    Map<Long, Refusal> refused = batch.tokens().refused();
-    TreeMap<Long, PendingSend> again = new TreeMap<>();
-    refused.forEach(
-        (offset, refusal) -> {
-          if (givenBack.contains(refusal.key())) {
-            again.put(offset, batch.sends().get(offset));
-          }
-        });
-    if (again.isEmpty()) {
-      return refused;
-    }
-    Tokens tokens = Tokens.NONE;
-    List<CapRequest> requests = new ArrayList<>();
-    List<Long> offsets = new ArrayList<>();
-    List<Decision> decisions;
-    try {
-      tokens = takeTokens(again, batch.rules().version().policies().global(), batch.now());
-      for (Map.Entry<Long, PendingSend> e : again.entrySet()) {
-        if (tokens.held().containsKey(e.getKey())) {
-          PendingSend p = e.getValue();
-          offsets.add(e.getKey());
-          requests.add(request(p, batch.rules().of(p.getSegment()), batch.now()));
-        }
+  private void secondChance(
+      InFlight batch, Map<Long, Decision> decided, Map<Long, BatchTokens.Refusal> refused) {
+    TreeMap<Long, ScheduledSend> again = new TreeMap<>();
+    for (Long offset : batch.tokens().secondChances()) {
+      if (refused.containsKey(offset)) {
+        again.put(offset, batch.sends().get(offset).getSend());
       }
-      decisions = requests.isEmpty() ? List.of() : capStore.submit(requests).await();
+    }
+    if (again.isEmpty()) {
+      return;
+    }
+    BatchTokens tokens;
+    try {
+      tokens =
+          BatchTokens.reserve(
+              quotas,
+              batch.rules().version().policies().global(),
+              again,
+              send -> decisionTime(send, batch.now()));
     } catch (LimiterUnavailableException e) {
       LOG.warn(
           "limiter unavailable for a second chance of {} sends: {}", again.size(), e.getMessage());
-      tokens.giveBackAll(quotas);
-      return refused; // as first decided, on an answer Redis gave
+      return;
     }
-    Map<Long, Refusal> standing = new HashMap<>(refused);
-    for (int i = 0; i < offsets.size(); i++) {
-      Long offset = offsets.get(i);
-      Decision decision = decisions.get(i);
-      standing.remove(offset);
-      decided.put(offset, decision);
-      if (decision.outcome() != Decision.Outcome.ALLOWED) {
-        tokens.giveBack(quotas, offset);
+    List<Long> asked = new ArrayList<>();
+    List<CapRequest> requests = new ArrayList<>();
+    for (Long offset : again.keySet()) {
+      if (!tokens.isRefused(offset)) {
+        PendingSend p = batch.sends().get(offset);
+        asked.add(offset);
+        requests.add(request(p, batch.rules().of(p.getSegment()), batch.now(), batch.timeFloor()));
       }
     }
-    return standing;
+    List<Decision> decisions;
+    try {
+      decisions = requests.isEmpty() ? List.of() : capStore.submit(requests).await();
+    } catch (LimiterUnavailableException e) {
+      LOG.warn(
+          "limiter unavailable for a second chance of {} sends: {}", asked.size(), e.getMessage());
+      tokens.forfeit();
+      return;
+    }
+    for (int i = 0; i < asked.size(); i++) {
+      Long offset = asked.get(i);
+      refused.remove(offset);
+      decided.put(offset, decisions.get(i));
+      tokens.settle(offset, decisions.get(i));
+    }
   }
 
   /**
@@ -448,13 +410,14 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
    * decided} holds the per-user decisions by input offset, or is null if the limiter could not be
    * reached; tokens of sends it did not allow have been given back already.
    */
-  private void forward(InFlight batch, Map<Long, Decision> decided, Map<Long, Refusal> refused) {
+  private void forward(
+      InFlight batch, Map<Long, Decision> decided, Map<Long, BatchTokens.Refusal> refused) {
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
     for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
       PendingSend p = e.getValue();
       ScheduledSend send = p.getSend();
       long decidedAt = decisionTime(send, batch.now());
-      Refusal refusal = refused.get(e.getKey());
+      BatchTokens.Refusal refusal = refused.get(e.getKey());
       SpecificRecord out;
       if (send.getTransactional()) {
         out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
@@ -462,9 +425,6 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
         out = Outcomes.global(send, p.getSegment(), decidedAt, refusal.cap(), refusal.key());
       } else if (decided == null) {
         out = unavailable(send, p.getSegment(), decidedAt);
-        if (!(out instanceof Delivery)) {
-          batch.tokens().giveBack(quotas, e.getKey());
-        }
       } else {
         Policy policy = batch.rules().of(p.getSegment());
         out = Outcomes.of(send, policy, decided.get(e.getKey()), decidedAt);
@@ -486,7 +446,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     context.forward(new Record<>(key(p), out, p.getTimestamp()));
   }
 
-  private CapRequest request(PendingSend p, Policy policy, long now) {
+  private CapRequest request(PendingSend p, Policy policy, long now, long timeFloor) {
     ScheduledSend send = p.getSend();
     return new CapRequest(
         send.getUserId(),
@@ -494,7 +454,9 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
         decisionTime(send, now),
         policy,
         send.getChannel(),
-        send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()));
+        send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()),
+        timeFloor,
+        false);
   }
 
   private long decisionTime(ScheduledSend send, long now) {
@@ -519,13 +481,27 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     return bytes;
   }
 
+  /**
+   * Lets go of the sends in hand: undecided ones stay in the changelogged store, for whoever runs
+   * this task next (this instance again, if Kafka Streams revives the task). The tokens of a batch
+   * in flight are forfeited: Redis may have logged its sends, and their next decision, a replay,
+   * takes none.
+   */
   @Override
   public void close() {
-    // Sends not decided stay in the changelogged store, for whoever runs this task next.
+    if (punctuator != null) {
+      punctuator.cancel();
+      punctuator = null;
+    }
     undecided.remove(pending.size() + (inFlight == null ? 0 : inFlight.sends().size()));
+    if (inFlight != null) {
+      inFlight.tokens().forfeit();
+    }
+    pending = new TreeMap<>();
     inFlight = null;
     if (capStore != null) {
       capStore.close();
+      capStore = null;
     }
   }
 }

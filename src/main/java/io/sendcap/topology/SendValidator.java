@@ -15,9 +15,17 @@ import java.time.ZoneId;
  */
 final class SendValidator {
   private final long maxSkewMs;
+  private final boolean eventClock;
 
-  SendValidator(Duration maxSkew) {
+  /**
+   * @param maxSkew how far {@code scheduledAt} may lie from the record's timestamp
+   * @param eventClock whether decisions are made at {@code scheduledAt}: then a send may also lie
+   *     no further than {@code maxSkew} behind the stream time, since the caps' logs keep only what
+   *     such sends can count
+   */
+  SendValidator(Duration maxSkew, boolean eventClock) {
     this.maxSkewMs = maxSkew.toMillis();
+    this.eventClock = eventClock;
   }
 
   /**
@@ -25,9 +33,10 @@ final class SendValidator {
    *
    * @param send the send, null for a record without a value
    * @param recordTimestamp the timestamp of the record that carried it
+   * @param streamTime the newest record timestamp of the send's partition so far, its own included
    * @throws InvalidSendException naming the first invalid value
    */
-  void check(ScheduledSend send, long recordTimestamp) {
+  void check(ScheduledSend send, long recordTimestamp, long streamTime) {
     if (send == null) {
       throw new InvalidSendException("record has no value (a tombstone is not a send)");
     }
@@ -50,6 +59,17 @@ final class SendValidator {
               + maxSkewMs
               + " from the record's timestamp "
               + Instant.ofEpochMilli(recordTimestamp));
+    }
+    if (eventClock && scheduledAt < streamTime - maxSkewMs) {
+      throw new InvalidSendException(
+          "scheduledAt "
+              + send.getScheduledAt()
+              + " is more than cap.max-skew.ms="
+              + maxSkewMs
+              + " behind the partition's stream time "
+              + Instant.ofEpochMilli(streamTime)
+              + " (its newest record timestamp): under cap.clock=event the caps' logs no longer"
+              + " hold every send it must count");
     }
   }
 

@@ -294,6 +294,7 @@ final class CapScenario {
               + " "
               + d.nextEligibleAt();
       case MIN_INTERVAL -> "MIN_INTERVAL null null " + d.nextEligibleAt();
+      case NOT_A_REPLAY -> throw new IllegalStateException("the model was asked a probe");
     };
   }
 

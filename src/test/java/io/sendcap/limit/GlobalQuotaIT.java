@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.Queue;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -53,8 +54,8 @@ class GlobalQuotaIT {
     }
 
     @Override
-    public void release(String key, long tokens) {
-      redis.release(key, tokens);
+    public CompletionStage<Void> release(String key, long tokens) {
+      return redis.release(key, tokens);
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.sendcap.limit;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
@@ -8,11 +9,13 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class GlobalQuotasTest {
   private static final GlobalQuotas.Key KEY =
@@ -107,5 +110,77 @@ class GlobalQuotasTest {
     assertThat(total).isEqualTo(limit);
     assertThat(counters.total()).isEqualTo(limit);
     assertThat(counters.reserves()).isLessThan((int) (limit / 10));
+  }
+
+  @Test
+  void aReservationThatFailsGivesBackTheTokensTheRequestHadTakenLocally() {
+    QuotaCounters counters = new QuotaCounters();
+    GlobalQuotas quotas = quotas(counters);
+    assertThat(quotas.acquire(KEY, 10, 10, 2)).isEqualTo(2);
+    quotas.giveBack(KEY, 2); // the instance holds 2
+
+    counters.unreachable(true);
+    assertThatThrownBy(() -> quotas.acquire(KEY, 10, 10, 5))
+        .isInstanceOf(LimiterUnavailableException.class);
+    counters.unreachable(false);
+
+    int before = counters.reserves();
+    assertThat(quotas.acquire(KEY, 10, 10, 2)).as("the 2 held are still there").isEqualTo(2);
+    assertThat(counters.reserves()).isEqualTo(before);
+    assertThat(counters.total()).isEqualTo(2);
+  }
+
+  @Test
+  void tokensGivenBackAfterTheirCounterWasForgottenGoBackToRedis() {
+    QuotaCounters counters = new QuotaCounters();
+    GlobalQuotas quotas = quotas(counters);
+    assertThat(quotas.acquire(KEY, 10, 10, 1)).isEqualTo(1); // held by a send of a stalled batch
+    now.addAndGet(Duration.ofSeconds(6).toMillis());
+    quotas.sweep(); // forgets the counter: nothing held locally, unused for a lease
+
+    quotas.giveBack(KEY, 1); // the stalled send was capped per user
+
+    assertThat(counters.total()).isZero();
+  }
+
+  @Test
+  @Timeout(30) // a sweep that waited for Redis would hang here
+  void sweepingDoesNotWaitForRedis() {
+    QuotaCounters counters = new QuotaCounters();
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    GlobalQuotas quotas = new GlobalQuotas(counters, "s", clock, Duration.ofSeconds(5), metrics);
+    for (int i = 0; i < 10; i++) {
+      quotas.acquire(KEY, 1_000, 64, 1);
+    }
+    CompletableFuture<Void> redisAnswers = new CompletableFuture<>();
+    counters.answerReleasesWith(redisAnswers);
+    now.addAndGet(Duration.ofSeconds(5).toMillis());
+
+    quotas.sweep();
+    assertThat(counters.total()).as("not given back yet").isGreaterThan(10);
+
+    redisAnswers.complete(null);
+    assertThat(counters.total()).isEqualTo(10);
+    assertThat(metrics.get("sendcap.global.tokens").tag("event", "released").functionCounter())
+        .extracting(c -> c.count())
+        .isEqualTo(5.0); // 1 + 2 + 4 + 8 reserved for 10 sends
+  }
+
+  @Test
+  void tokensRedisCannotTakeBackAreCountedLost() {
+    QuotaCounters counters = new QuotaCounters();
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    GlobalQuotas quotas = new GlobalQuotas(counters, "s", clock, Duration.ofSeconds(5), metrics);
+    assertThat(quotas.acquire(KEY, 10, 10, 3)).isEqualTo(3);
+    quotas.giveBack(KEY, 3);
+    counters.unreachable(true);
+    now.addAndGet(Duration.ofSeconds(5).toMillis());
+
+    quotas.sweep();
+
+    assertThat(counters.total()).as("fewer sends allowed, never more").isEqualTo(3);
+    assertThat(metrics.get("sendcap.global.tokens").tag("event", "lost").functionCounter())
+        .extracting(c -> c.count())
+        .isEqualTo(3.0);
   }
 }

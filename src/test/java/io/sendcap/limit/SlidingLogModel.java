@@ -17,8 +17,9 @@ import java.util.Map;
  * reference the Lua script is compared with. Every user has a log of the sends allowed to them
  * (their times, and their ids for replays), which sliding-log caps count; caps of the other
  * algorithms count with a {@link CounterModel} per user and counter identity. Log entries older
- * than the horizon (the sliding-log windows, the minimum interval, at least the retention) are
- * evicted when a send is logged; until then they still identify a replay.
+ * than the horizon (the sliding-log windows, the minimum interval, at least the retention) before
+ * the request's time floor are evicted when a send is logged; until then they still identify a
+ * replay.
  */
 public final class SlidingLogModel implements CapStore {
   private record Entry(long time, Channel channel) {}
@@ -60,6 +61,9 @@ public final class SlidingLogModel implements CapStore {
     long now = r.now();
     if (log.containsKey(id)) {
       return new Decision(Decision.Outcome.DUPLICATE, -1, 0, now);
+    }
+    if (r.probe()) {
+      return new Decision(Decision.Outcome.NOT_A_REPLAY, -1, 0, now);
     }
     Policy policy = r.policy();
     List<Entry> entries =
@@ -113,7 +117,7 @@ public final class SlidingLogModel implements CapStore {
       return new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
     }
     long horizon = Math.max(policy.logHorizon().toMillis(), retentionMs);
-    log.values().removeIf(e -> e.time() <= now - horizon);
+    log.values().removeIf(e -> e.time() <= r.timeFloor() - horizon);
     log.put(id, new Entry(now, r.channel()));
     charges.values().forEach(Runnable::run);
     return new Decision(Decision.Outcome.ALLOWED, -1, 0, now);

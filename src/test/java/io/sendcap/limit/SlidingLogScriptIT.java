@@ -114,6 +114,7 @@ class SlidingLogScriptIT {
               s.channel(),
               s.zone()));
     }
+    requests = withTimeFloors(requests, batchSize);
     List<Decision> expected = new SlidingLogModel(RETENTION).decide(requests);
     List<Decision> actual = new ArrayList<>();
     try (RedisSlidingLog log = connector.open()) {
@@ -122,6 +123,27 @@ class SlidingLogScriptIT {
       }
     }
     assertThat(actual).as("decisions for %s", requests).isEqualTo(expected);
+  }
+
+  /**
+   * The requests with the time floor sendcap gives a batch: the earliest decision time of the
+   * batch's sends and of every send after it, so that nothing a later send counts is evicted.
+   */
+  static List<CapRequest> withTimeFloors(List<CapRequest> requests, int batchSize) {
+    long[] floors = new long[requests.size() + 1];
+    floors[requests.size()] = Long.MAX_VALUE;
+    for (int i = requests.size() - 1; i >= 0; i--) {
+      floors[i] = Math.min(floors[i + 1], requests.get(i).now());
+    }
+    List<CapRequest> floored = new ArrayList<>();
+    for (int i = 0; i < requests.size(); i++) {
+      CapRequest r = requests.get(i);
+      long floor = floors[i - i % batchSize];
+      floored.add(
+          new CapRequest(
+              r.userId(), r.messageId(), r.now(), r.policy(), r.channel(), r.zone(), floor, false));
+    }
+    return floored;
   }
 
   @Provide

@@ -282,9 +282,9 @@ class SendcapTopologyTest {
     input.pipeInput(key(1), NewerSchema.encode(null, "c1", 1, "EMAIL", T0), T0);
     input.pipeInput(key(1), NewerSchema.encode("v2-ok", "c1", 1, "EMAIL", T0), T0);
     input.pipeInput(key(1), (byte[]) null, T0);
+    input.pipeInput(key(1), sends.encode(send("skewed-ok", 1, Duration.ZERO)), T0.plusSeconds(1));
     ScheduledSend late = send("late", 1, Duration.ZERO);
     input.pipeInput(key(1), sends.encode(late), T0.plus(Duration.ofDays(2)));
-    input.pipeInput(key(1), sends.encode(send("skewed-ok", 1, Duration.ZERO)), T0.plusSeconds(1));
 
     settle();
     List<String> reasons =
@@ -527,8 +527,73 @@ class SendcapTopologyTest {
     assertThat(undecided.count()).isZero();
   }
 
+  /**
+   * Sends scheduled days ahead of others are normal under the event clock: a send logged at T+9d
+   * must not evict the sends at T and T+1h that a later send at T+2h still counts. Produced at
+   * T+3d, every send is within cap.max-skew.ms (7 days) of its record's timestamp.
+   */
   @Test
-  void aSecondChanceTheLimiterCannotDecideKeepsItsRefusalAndGivesItsTokensBack() {
+  void aSendScheduledDaysAheadDoesNotEvictWhatAnEarlierSendStillCounts() {
+    start(1);
+    Instant produced = T0.plus(Duration.ofDays(3));
+    for (Duration at :
+        List.of(Duration.ZERO, Duration.ofHours(1), Duration.ofDays(9), Duration.ofHours(2))) {
+      ScheduledSend s = send("at+" + at, 1, at);
+      input.pipeInput(key(1), sends.encode(s), produced);
+    }
+
+    assertThat(deliveredIds()).containsExactly("at+PT0S", "at+PT1H", "at+PT216H");
+    Suppression s = suppressions.decode(suppressed.readValue());
+    assertThat(s.getSend().getMessageId()).isEqualTo("at+PT2H");
+    assertThat(s.getCapWindow()).isEqualTo("1d");
+    assertThat(s.getCapCount()).as("T, T+1h and the later T+9d").isEqualTo(3);
+    // the 7-day cap (limit 3) is full too, until T has left it
+    assertThat(s.getNextEligibleAt()).isEqualTo(T0.plus(Duration.ofDays(7)));
+  }
+
+  @Test
+  void aSendFurtherThanTheMaxSkewBehindTheStreamTimeGoesToTheDeadLetterTopic() {
+    start(1);
+    Instant later = T0.plus(Duration.ofDays(8));
+    input.pipeInput(key(1), sends.encode(send("ahead", 1, Duration.ofDays(8))), later);
+    // within 7 days of its own record's timestamp, but 8 days behind the partition's stream time
+    input.pipeInput(key(1), sends.encode(send("behind", 1, Duration.ZERO)), T0.plusSeconds(1));
+
+    assertThat(deliveredIds()).containsExactly("ahead");
+    List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    assertThat(header(dead.get(0), "__streams.errors.message"))
+        .startsWith(
+            "scheduledAt 2026-11-02T09:00:00Z is more than cap.max-skew.ms=604800000 behind the"
+                + " partition's stream time 2026-11-10T09:00:00Z");
+  }
+
+  /** A replay is delivered again, as DESIGN.md says, even when its global window is full. */
+  @Test
+  void aReplayOfAnAllowedSendIsDeliveredAgainWhenItsGlobalWindowIsFull() {
+    start(5);
+    pipeABatchThatRunsTheBudgetOut(); // a and c allowed; the budget of 3 is spent on a, c, d
+    assertThat(deliveredIds()).containsExactly("a", "c", "d");
+    suppressed.readValuesToList();
+
+    pipe(send("c", 1, Duration.ofMinutes(2))); // the campaign engine produces c again
+    pipe(send("g", 5, Duration.ofMinutes(6)));
+    driver.advanceWallClockTime(Duration.ofSeconds(1));
+
+    assertThat(deliveredIds()).containsExactly("c");
+    assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
+        .extracting(x -> x.getSend().getMessageId(), Suppression::getReason)
+        .containsExactly(tuple("g", SuppressionReason.GLOBAL_CAP));
+    assertThat(quotaCounters.total()).as("tokens counted in the window").isEqualTo(3);
+  }
+
+  /**
+   * The second chance's call may have reached Redis and logged d before it failed: d's token stays
+   * counted, or a replay of d, delivered as allowed, would hold none and the budget could be
+   * exceeded.
+   */
+  @Test
+  void aSecondChanceTheLimiterCannotDecideKeepsItsRefusalAndItsTokenStaysCounted() {
     AtomicInteger calls = new AtomicInteger();
     CapStore secondCallFails =
         new CapStore() {
@@ -547,16 +612,17 @@ class SendcapTopologyTest {
     pipeABatchThatRunsTheBudgetOut(); // d's second chance fails
     assertThat(deliveredIds()).containsExactly("a", "c");
 
-    pipe(send("f", 4, Duration.ofMinutes(5))); // the token b gave back is still there
+    pipe(send("f", 4, Duration.ofMinutes(5))); // the token b gave back went to d
     driver.advanceWallClockTime(Duration.ofSeconds(1));
-    assertThat(deliveredIds()).containsExactly("f");
-    assertThat(calls).hasValue(3);
+    assertThat(deliveredIds()).isEmpty();
     assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
         .extracting(s -> s.getSend().getMessageId(), Suppression::getReason)
         .containsExactly(
             tuple("b", SuppressionReason.CAP),
             tuple("d", SuppressionReason.GLOBAL_CAP),
-            tuple("e", SuppressionReason.GLOBAL_CAP));
+            tuple("e", SuppressionReason.GLOBAL_CAP),
+            tuple("f", SuppressionReason.GLOBAL_CAP));
+    assertThat(quotaCounters.total()).as("tokens counted in the window").isEqualTo(3);
   }
 
   /**
