@@ -190,6 +190,8 @@ final class AlgorithmsBench {
     Properties p = new Properties();
     p.setProperty("cap.redis.uri", uri);
     p.setProperty("cap.redis.timeout.ms", "60000");
+    // no Kafka transaction here for a batch's time to stay inside
+    p.setProperty("processing.guarantee", "at_least_once");
     p.setProperty("cap.redis.sends-per-call", String.valueOf(options.sendsPerCall()));
     return SendcapConfig.from(p, "bench").limiter();
   }

@@ -19,6 +19,7 @@ import java.util.TreeMap;
 import java.util.regex.Pattern;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaParseException;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.streams.StreamsConfig;
 
@@ -196,7 +197,7 @@ public record SendcapConfig(
             r.redisUris("cap.redis.uri", "redis://localhost:6379"),
             r.bool("cap.redis.cluster", false),
             r.string("cap.redis.key-prefix", "s"),
-            r.millis("cap.redis.timeout.ms", 5_000),
+            r.millis("cap.redis.timeout.ms", 4_000),
             r.choice("cap.redis.failure-mode", FailureMode.BLOCK),
             r.choice("cap.clock", Clock.WALL),
             r.millis("cap.idempotency.retention.ms", 86_400_000),
@@ -213,6 +214,7 @@ public record SendcapConfig(
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
     int httpPort = r.intRange("http.port", DEFAULT_HTTP_PORT, -1, 65_535);
     Properties streams = r.streams();
+    r.withinTheTransaction(limiter.timeout(), streams);
     r.problems.throwIfAny();
     return new SendcapConfig(
         streams,
@@ -400,6 +402,47 @@ public record SendcapConfig(
         }
       }
       return List.copyOf(schemas);
+    }
+
+    /**
+     * Checks that a batch cannot hold its stream thread past the transaction timeout. One flush may
+     * wait for the batch before it (its Redis calls share {@code cap.redis.timeout.ms}) and then
+     * for the new batch's global-cap tokens (the same again); under exactly-once, that and the
+     * commit interval must fit in the producer's {@code transaction.timeout.ms}, or the broker
+     * aborts the transaction and fences the instance.
+     */
+    void withinTheTransaction(Duration redisTimeout, Properties streams) {
+      StreamsConfig config;
+      try {
+        config = new StreamsConfig(streams);
+      } catch (ConfigException e) {
+        return; // reported by streams()
+      }
+      if (!StreamsConfig.EXACTLY_ONCE_V2.equals(
+          config.getString(StreamsConfig.PROCESSING_GUARANTEE_CONFIG))) {
+        return;
+      }
+      long commit = config.getLong(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG);
+      long transaction =
+          Long.parseLong(
+              String.valueOf(
+                  config
+                      .getProducerConfigs("sendcap")
+                      .get(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG)));
+      long most = (transaction - commit) / 2;
+      if (redisTimeout.toMillis() > most) {
+        problems.add(
+            "cap.redis.timeout.ms",
+            redisTimeout.toMillis(),
+            "at most "
+                + most
+                + ": a flush may wait twice this for Redis, which with commit.interval.ms="
+                + commit
+                + " must stay below the producer's transaction.timeout.ms="
+                + transaction
+                + " under exactly_once_v2 (raise producer.transaction.timeout.ms, up to the"
+                + " broker's transaction.max.timeout.ms, to allow more)");
+      }
     }
 
     Properties streams() {

@@ -18,6 +18,15 @@ public interface CapStore extends AutoCloseable {
   Pending submit(List<CapRequest> requests);
 
   /**
+   * Sends a batch to be decided, as {@link #submit(List)} does, whose decisions must have arrived
+   * by {@code deadline}: past it, waiting for them fails as if the store could not be reached. A
+   * store that answers at once may ignore it.
+   */
+  default Pending submit(List<CapRequest> requests, Deadline deadline) {
+    return submit(requests);
+  }
+
+  /**
    * Decides a batch and waits for the decisions.
    *
    * @return one decision per request, in request order

@@ -167,6 +167,15 @@ public final class GlobalQuotas implements AutoCloseable {
    * @throws LimiterUnavailableException if Redis cannot be reached
    */
   public long acquire(Key key, long limit, int maxBatch, long n) {
+    return acquire(key, limit, maxBatch, n, Deadline.NONE);
+  }
+
+  /**
+   * Takes up to {@code n} tokens of a counter, as {@link #acquire(Key, long, int, long)} does, with
+   * Redis's answers due by {@code deadline}. A share of another thread's reservation is waited for
+   * as long as that reservation's own call lasts.
+   */
+  public long acquire(Key key, long limit, int maxBatch, long n, Deadline deadline) {
     while (true) {
       Bucket b = buckets.computeIfAbsent(key, k -> new Bucket());
       long now = wallClock.millis();
@@ -219,7 +228,7 @@ public final class GlobalQuotas implements AutoCloseable {
       long got = taken;
       try {
         if (own != null) {
-          reserveFor(b, key, limit, own, now);
+          reserveFor(b, key, limit, own, now, deadline);
         }
         if (join != null) {
           long share = Math.max(0, Math.min(claim, join.await() - claimFrom));
@@ -227,7 +236,7 @@ public final class GlobalQuotas implements AutoCloseable {
           direct += claim - share;
         }
         if (direct > 0) {
-          long granted = reserve(key, direct, limit, now);
+          long granted = reserve(key, direct, limit, now, deadline);
           got += granted;
           if (granted < direct) {
             synchronized (b) { // tokens another thread's reservation brought in meanwhile
@@ -245,10 +254,11 @@ public final class GlobalQuotas implements AutoCloseable {
     }
   }
 
-  private void reserveFor(Bucket b, Key key, long limit, Reservation own, long now) {
+  private void reserveFor(
+      Bucket b, Key key, long limit, Reservation own, long now, Deadline deadline) {
     long granted;
     try {
-      granted = reserve(key, own.size, limit, now);
+      granted = reserve(key, own.size, limit, now, deadline);
     } catch (RuntimeException e) {
       synchronized (b) {
         b.inFlight = null;
@@ -267,10 +277,10 @@ public final class GlobalQuotas implements AutoCloseable {
     own.complete(granted);
   }
 
-  private long reserve(Key key, long want, long limit, long now) {
+  private long reserve(Key key, long want, long limit, long now, Deadline deadline) {
     reserveCalls.increment();
     long ttl = Math.max(key.windowEnd() - now, key.windowMillis()) + leaseMillis;
-    long granted = store.reserve(redisKey(key), want, limit, ttl);
+    long granted = store.reserve(redisKey(key), want, limit, ttl, deadline);
     reserved.add(granted);
     return granted;
   }

@@ -9,10 +9,11 @@ public interface QuotaStore extends AutoCloseable {
    *
    * @param key the counter
    * @param ttlMillis how long the counter lives after a reservation
+   * @param deadline when the answer must have arrived by, at the latest
    * @return the tokens granted: fewer than wanted only if the counter reached its limit
-   * @throws LimiterUnavailableException if the store cannot be reached
+   * @throws LimiterUnavailableException if the store cannot be reached in time
    */
-  long reserve(String key, long want, long limit, long ttlMillis);
+  long reserve(String key, long want, long limit, long ttlMillis, Deadline deadline);
 
   /**
    * Gives back {@code tokens} reserved and not used, without waiting for the store.

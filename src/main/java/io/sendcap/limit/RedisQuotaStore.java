@@ -51,8 +51,8 @@ public final class RedisQuotaStore implements QuotaStore {
   }
 
   @Override
-  public long reserve(String key, long want, long limit, long ttlMillis) {
-    return call(key, want, limit, ttlMillis).get(0);
+  public long reserve(String key, long want, long limit, long ttlMillis, Deadline deadline) {
+    return call(key, want, limit, ttlMillis, deadline).get(0);
   }
 
   @Override
@@ -89,14 +89,14 @@ public final class RedisQuotaStore implements QuotaStore {
     return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
   }
 
-  private List<Long> call(String key, long tokens, long limit, long ttlMillis) {
+  private List<Long> call(String key, long tokens, long limit, long ttlMillis, Deadline deadline) {
     byte[][] keys = {key.getBytes(StandardCharsets.UTF_8)};
     byte[][] args = {bytes(tokens), bytes(limit), bytes(ttlMillis)};
     try {
-      return await(scripting.evalsha(sha, ScriptOutputType.MULTI, keys, args));
+      return await(scripting.evalsha(sha, ScriptOutputType.MULTI, keys, args), deadline);
     } catch (RedisNoScriptException e) {
-      await(scripting.scriptLoad(script));
-      return await(scripting.evalsha(sha, ScriptOutputType.MULTI, keys, args));
+      await(scripting.scriptLoad(script), deadline);
+      return await(scripting.evalsha(sha, ScriptOutputType.MULTI, keys, args), deadline);
     }
   }
 
@@ -104,9 +104,9 @@ public final class RedisQuotaStore implements QuotaStore {
     return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
   }
 
-  private <T> T await(RedisFuture<T> future) {
+  private <T> T await(RedisFuture<T> future, Deadline deadline) {
     try {
-      return future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      return future.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RedisNoScriptException noScript) {
         throw noScript;

@@ -68,6 +68,17 @@ public final class RedisSlidingLog implements CapStore {
 
   @Override
   public Pending submit(List<CapRequest> requests) {
+    return submit(requests, Deadline.NONE);
+  }
+
+  /**
+   * Sends the batch's calls and flushes them once; waiting for the decisions, a NOSCRIPT reload and
+   * the retry included, takes at most {@code cap.redis.timeout.ms} in all, and no longer than
+   * {@code deadline}.
+   */
+  @Override
+  public Pending submit(List<CapRequest> requests, Deadline deadline) {
+    Deadline answered = earlier(deadline, Deadline.in(timeout));
     List<CallBuilder.Call> calls = builder.calls(requests);
     List<RedisFuture<List<Object>>> futures = new ArrayList<>(calls.size());
     for (CallBuilder.Call call : calls) {
@@ -80,15 +91,22 @@ public final class RedisSlidingLog implements CapStore {
         .whenComplete(
             (done, failed) ->
                 connector.roundTrips().record(System.nanoTime() - flushed, TimeUnit.NANOSECONDS));
-    return () -> collect(calls, futures, requests.size());
+    return () -> collect(calls, futures, requests.size(), answered);
+  }
+
+  private Deadline earlier(Deadline given, Deadline own) {
+    return given.remainingMillis(timeout) < own.remainingMillis(timeout) ? given : own;
   }
 
   private List<Decision> collect(
-      List<CallBuilder.Call> calls, List<RedisFuture<List<Object>>> futures, int size) {
+      List<CallBuilder.Call> calls,
+      List<RedisFuture<List<Object>>> futures,
+      int size,
+      Deadline deadline) {
     Decision[] decisions = new Decision[size];
     List<CallBuilder.Call> noScript = new ArrayList<>();
     for (int i = 0; i < calls.size(); i++) {
-      List<Object> reply = await(futures.get(i));
+      List<Object> reply = await(futures.get(i), deadline);
       if (reply == null) {
         noScript.add(calls.get(i));
       } else {
@@ -96,7 +114,7 @@ public final class RedisSlidingLog implements CapStore {
       }
     }
     if (!noScript.isEmpty()) {
-      retryAfterReload(noScript, decisions);
+      retryAfterReload(noScript, decisions, deadline);
     }
     return Arrays.asList(decisions);
   }
@@ -106,13 +124,14 @@ public final class RedisSlidingLog implements CapStore {
     return builder.calls(requests).stream().map(CallBuilder.Call::script).toList();
   }
 
-  private void retryAfterReload(List<CallBuilder.Call> failed, Decision[] decisions) {
+  private void retryAfterReload(
+      List<CallBuilder.Call> failed, Decision[] decisions, Deadline deadline) {
     LOG.info(
         "Redis at {} answered NOSCRIPT (script cache flushed, restart or failover);"
             + " loading the script again and retrying {} calls",
         connector.settings().uris(),
         failed.size());
-    loadScript();
+    loadScript(deadline);
     connector.recordReload();
     List<RedisFuture<List<Object>>> retries = new ArrayList<>(failed.size());
     for (CallBuilder.Call call : failed) {
@@ -120,7 +139,7 @@ public final class RedisSlidingLog implements CapStore {
     }
     flush(failed.size(), failed.stream().mapToInt(c -> c.requestIndexes().length).sum());
     for (int j = 0; j < retries.size(); j++) {
-      List<Object> reply = await(retries.get(j));
+      List<Object> reply = await(retries.get(j), deadline);
       if (reply == null) {
         throw new LimiterUnavailableException(
             "Redis answered NOSCRIPT again right after SCRIPT LOAD", null);
@@ -152,12 +171,16 @@ public final class RedisSlidingLog implements CapStore {
 
   /** Loads the script into every node's script cache. */
   void loadScript() {
+    loadScript(Deadline.NONE);
+  }
+
+  private void loadScript(Deadline deadline) {
     // With Redis Cluster, SCRIPT LOAD goes to every master over node connections that may open
     // only after flushCommands() returned; with auto-flush off it would wait there unsent.
     connection.setAutoFlushCommands(true);
     RedisFuture<String> loaded = scripting.scriptLoad(connector.script());
     try {
-      String sha = loaded.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
       if (!connector.sha().equals(sha)) {
         throw new IllegalStateException(
             "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
@@ -202,9 +225,9 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   /** Returns the reply, or null if the node did not have the script. */
-  private List<Object> await(RedisFuture<List<Object>> future) {
+  private List<Object> await(RedisFuture<List<Object>> future, Deadline deadline) {
     try {
-      return future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      return future.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RedisNoScriptException) {
         return null;

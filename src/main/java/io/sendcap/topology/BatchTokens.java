@@ -2,6 +2,7 @@ package io.sendcap.topology;
 
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.config.GlobalCap;
+import io.sendcap.limit.Deadline;
 import io.sendcap.limit.Decision;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
@@ -53,14 +54,16 @@ final class BatchTokens {
    *
    * @param sends the batch's sends by input offset
    * @param decisionTime the time a send is decided at, which picks its counters' windows
-   * @throws LimiterUnavailableException if Redis cannot be reached; every token taken has been
-   *     given back
+   * @param deadline when Redis must have answered by
+   * @throws LimiterUnavailableException if Redis cannot be reached in time; every token taken has
+   *     been given back
    */
   static BatchTokens reserve(
       GlobalQuotas quotas,
       List<GlobalCap> caps,
       NavigableMap<Long, ScheduledSend> sends,
-      ToLongFunction<ScheduledSend> decisionTime) {
+      ToLongFunction<ScheduledSend> decisionTime,
+      Deadline deadline) {
     if (caps.isEmpty()) {
       return none();
     }
@@ -91,7 +94,9 @@ final class BatchTokens {
     try {
       capOf.forEach(
           (key, cap) ->
-              left.put(key, quotas.acquire(key, cap.limit(), cap.maxBatch(), wanted.get(key))));
+              left.put(
+                  key,
+                  quotas.acquire(key, cap.limit(), cap.maxBatch(), wanted.get(key), deadline)));
     } catch (LimiterUnavailableException e) {
       left.forEach(quotas::giveBack);
       throw e;

@@ -9,6 +9,7 @@ import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.CapStore;
+import io.sendcap.limit.Deadline;
 import io.sendcap.limit.Decision;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
@@ -209,7 +210,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       List<CapRequest> requests,
       CapStore.Pending decisions,
       long now,
-      long timeFloor) {}
+      long timeFloor,
+      Deadline deadline) {}
 
   /**
    * Forwards the batch in flight, if any, then submits the pending sends and keeps them in flight
@@ -227,6 +229,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     pending = new TreeMap<>();
     meters.batch(sends.size());
     long floor = timeFloor(sends, now);
+    Deadline deadline = Deadline.in(config.limiter().timeout());
     BatchTokens tokens;
     try {
       tokens =
@@ -234,11 +237,20 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
               quotas,
               batchRules.version().policies().global(),
               scheduled(sends),
-              send -> decisionTime(send, now));
+              send -> decisionTime(send, now),
+              deadline);
     } catch (LimiterUnavailableException e) {
       inFlight =
           new InFlight(
-              sends, batchRules, BatchTokens.none(), List.of(), List.of(), failed(e), now, floor);
+              sends,
+              batchRules,
+              BatchTokens.none(),
+              List.of(),
+              List.of(),
+              failed(e),
+              now,
+              floor,
+              deadline);
       return;
     }
     List<Long> asked = new ArrayList<>(sends.size());
@@ -252,7 +264,16 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       }
     }
     inFlight =
-        new InFlight(sends, batchRules, tokens, asked, requests, submit(requests), now, floor);
+        new InFlight(
+            sends,
+            batchRules,
+            tokens,
+            asked,
+            requests,
+            submit(requests, deadline),
+            now,
+            floor,
+            deadline);
   }
 
   /**
@@ -278,12 +299,12 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     return scheduled;
   }
 
-  private CapStore.Pending submit(List<CapRequest> requests) {
+  private CapStore.Pending submit(List<CapRequest> requests, Deadline deadline) {
     if (requests.isEmpty()) {
       return List::of;
     }
     try {
-      return capStore.submit(requests);
+      return capStore.submit(requests, deadline);
     } catch (LimiterUnavailableException e) {
       return failed(e);
     }
@@ -373,7 +394,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
               quotas,
               batch.rules().version().policies().global(),
               again,
-              send -> decisionTime(send, batch.now()));
+              send -> decisionTime(send, batch.now()),
+              batch.deadline());
     } catch (LimiterUnavailableException e) {
       LOG.warn(
           "limiter unavailable for a second chance of {} sends: {}", again.size(), e.getMessage());
@@ -390,7 +412,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     }
     List<Decision> decisions;
     try {
-      decisions = requests.isEmpty() ? List.of() : capStore.submit(requests).await();
+      decisions = submit(requests, batch.deadline()).await();
     } catch (LimiterUnavailableException e) {
       LOG.warn(
           "limiter unavailable for a second chance of {} sends: {}", asked.size(), e.getMessage());

@@ -96,4 +96,26 @@ class SendcapConfigTest {
     assertThat(c.streams()).doesNotContainKey("cap.clock");
     assertThat(c.limiter().clock()).isEqualTo(SendcapConfig.Clock.EVENT);
   }
+
+  @Test
+  void aRedisTimeoutThatCouldOutlastTheTransactionFailsStartUp() {
+    Properties p = new Properties();
+    p.setProperty("cap.redis.timeout.ms", "5000");
+
+    InvalidConfigException e =
+        catchThrowableOfType(InvalidConfigException.class, () -> SendcapConfig.from(p, "app"));
+
+    assertThat(e.problems())
+        .containsExactly(
+            "cap.redis.timeout.ms=\"5000\" is invalid: at most 4950: a flush may wait twice this"
+                + " for Redis, which with commit.interval.ms=100 must stay below the producer's"
+                + " transaction.timeout.ms=10000 under exactly_once_v2 (raise"
+                + " producer.transaction.timeout.ms, up to the broker's"
+                + " transaction.max.timeout.ms, to allow more)");
+    p.setProperty("producer.transaction.timeout.ms", "60000");
+    assertThat(SendcapConfig.from(p, "app").limiter().timeout()).hasMillis(5000);
+    p.remove("producer.transaction.timeout.ms");
+    p.setProperty("processing.guarantee", "at_least_once");
+    assertThat(SendcapConfig.from(p, "app").limiter().timeout()).hasMillis(5000);
+  }
 }

@@ -46,9 +46,9 @@ class GlobalQuotaIT {
     }
 
     @Override
-    public long reserve(String key, long want, long limit, long ttlMillis) {
+    public long reserve(String key, long want, long limit, long ttlMillis, Deadline deadline) {
       long start = System.nanoTime();
-      long granted = redis.reserve(key, want, limit, ttlMillis);
+      long granted = redis.reserve(key, want, limit, ttlMillis, deadline);
       calls.add(new Call(Thread.currentThread().getId(), start, want, granted));
       return granted;
     }

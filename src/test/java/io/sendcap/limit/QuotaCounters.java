@@ -27,7 +27,8 @@ public final class QuotaCounters implements QuotaStore {
   }
 
   @Override
-  public synchronized long reserve(String key, long want, long limit, long ttlMillis) {
+  public synchronized long reserve(
+      String key, long want, long limit, long ttlMillis, Deadline deadline) {
     if (unreachable) {
       throw new LimiterUnavailableException("reserve: connection refused", null);
     }

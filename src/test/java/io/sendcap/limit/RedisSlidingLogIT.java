@@ -92,6 +92,46 @@ class RedisSlidingLogIT {
     }
   }
 
+  /**
+   * A batch waits for its answers no longer than its deadline, even while Redis is paused: all of a
+   * batch's calls share one budget, so its stream thread is never held past it.
+   */
+  @Test
+  void aBatchWaitsForRedisNoLongerThanItsDeadline() {
+    long u = nextUser++;
+    try (RedisSlidingLog log = connector.open()) {
+      redisCli().clientPause(1_000); // longer than the deadline, not than cap.redis.timeout.ms
+      CapStore.Pending late = log.submit(List.of(send(u, "a", T0)), Deadline.in(Duration.ZERO));
+      assertThatThrownBy(late::await)
+          .isInstanceOf(LimiterUnavailableException.class)
+          .hasMessageContaining("EVALSHA to Redis at");
+      assertThat(log.decide(List.of(send(u, "b", T0 + HOUR))))
+          .extracting(Decision::outcome)
+          .as("once Redis answers, within cap.redis.timeout.ms")
+          .containsExactly(Decision.Outcome.ALLOWED);
+    }
+  }
+
+  /** The probe of a send a global cap refused: a replay is recognised, anything else not logged. */
+  @Test
+  void aProbeRecognisesAReplayAndLogsNothingElse() {
+    long u = nextUser++;
+    try (RedisSlidingLog log = connector.open()) {
+      log.decide(List.of(send(u, "a", T0)));
+      List<Decision> d =
+          log.decide(
+              List.of(
+                  send(u, "a", T0).asProbe(),
+                  send(u, "b", T0 + HOUR).asProbe(),
+                  send(u, "c", T0 + 2 * HOUR)));
+      assertThat(d)
+          .extracting(Decision::outcome)
+          .containsExactly(
+              Decision.Outcome.DUPLICATE, Decision.Outcome.NOT_A_REPLAY, Decision.Outcome.ALLOWED);
+      assertThat(redisCli().zcard("s{" + u + "}")).as("a and c logged, b not").isEqualTo(2);
+    }
+  }
+
   @Test
   void calendarCapsCountTheUsersDayInTheirZoneAndReleaseAtTheNextMidnight() {
     long u = nextUser++;

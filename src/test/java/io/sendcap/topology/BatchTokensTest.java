@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.config.GlobalCap;
+import io.sendcap.limit.Deadline;
 import io.sendcap.limit.Decision;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
@@ -52,7 +53,8 @@ class BatchTokensTest {
   }
 
   private BatchTokens reserve(TreeMap<Long, ScheduledSend> sends) {
-    return BatchTokens.reserve(quotas, List.of(BUDGET), sends, s -> T0.toEpochMilli());
+    return BatchTokens.reserve(
+        quotas, List.of(BUDGET), sends, s -> T0.toEpochMilli(), Deadline.NONE);
   }
 
   /** Tokens counted in Redis less those the instance holds unused: the sends that used one. */
