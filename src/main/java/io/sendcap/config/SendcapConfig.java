@@ -26,9 +26,9 @@ import org.apache.kafka.streams.StreamsConfig;
  * The application's settings, read and validated once at start-up.
  *
  * <p>Keys under {@code topic.}, {@code cap.}, {@code batch.}, {@code policies.}, {@code segments.},
- * {@code avro.} and {@code http.} are sendcap's own; every other key is a Kafka Streams or client
- * property and is passed to Kafka Streams as it is. {@code config/sendcap.properties} lists every
- * key with its default.
+ * {@code avro.}, {@code http.} and {@code health.} are sendcap's own; every other key is a Kafka
+ * Streams or client property and is passed to Kafka Streams as it is. {@code
+ * config/sendcap.properties} lists every key with its default.
  *
  * @param streams the Kafka Streams properties, sendcap's defaults applied
  * @param topics the topic names
@@ -44,6 +44,7 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param maxSkew how far a send's {@code scheduledAt} may lie from its record's timestamp; a send
  *     beyond it goes to the dead-letter topic
  * @param httpPort the port of the metrics and health endpoint: 0 for a free one, -1 for none
+ * @param liveness when {@code /health/live} fails for stream threads that keep failing
  * @param effective every setting as in force, defaults applied, by key (sorted)
  */
 public record SendcapConfig(
@@ -58,6 +59,7 @@ public record SendcapConfig(
     List<Schema> writerSchemas,
     Duration maxSkew,
     int httpPort,
+    Liveness liveness,
     Map<String, String> effective) {
 
   /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
@@ -67,7 +69,7 @@ public record SendcapConfig(
   public static final int DEFAULT_HTTP_PORT = 8080;
 
   private static final Set<String> OWN_PREFIXES =
-      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.", "http.");
+      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.", "http.", "health.");
 
   /**
    * What the Kafka Streams properties default to when the file does not set them. The global
@@ -90,6 +92,13 @@ public record SendcapConfig(
       String deadLetters,
       String segments,
       String policies) {}
+
+  /**
+   * The liveness rule for stream threads that keep failing: {@code /health/live} fails, for good,
+   * once more than {@code maxThreadReplacements} failed stream threads were replaced within {@code
+   * replacementWindow}.
+   */
+  public record Liveness(int maxThreadReplacements, Duration replacementWindow) {}
 
   /** What a capped send becomes. */
   public enum Mode {
@@ -203,6 +212,10 @@ public record SendcapConfig(
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
     Duration maxSkew = r.millis("cap.max-skew.ms", 604_800_000);
     int httpPort = r.intRange("http.port", DEFAULT_HTTP_PORT, -1, 65_535);
+    Liveness liveness =
+        new Liveness(
+            r.intRange("health.live.max-thread-replacements", 5, 0, 1_000_000),
+            r.millis("health.live.replacement-window.ms", 600_000));
     Properties streams = r.streams();
     r.problems.throwIfAny();
     return new SendcapConfig(
@@ -217,6 +230,7 @@ public record SendcapConfig(
         writerSchemas,
         maxSkew,
         httpPort,
+        liveness,
         Collections.unmodifiableMap(r.effective));
   }
 
@@ -263,6 +277,8 @@ public record SendcapConfig(
             "cap.max-skew.ms",
             "avro.writer-schemas",
             "http.port",
+            "health.live.max-thread-replacements",
+            "health.live.replacement-window.ms",
             "cap.clock",
             "cap.idempotency.retention.ms",
             "cap.redis.sends-per-call",
