@@ -21,6 +21,7 @@ import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -84,7 +85,10 @@ public final class SendcapApp implements AutoCloseable {
    * naming it.
    *
    * <p>Its meters (see {@link #metrics()}) are served in the Prometheus format on {@code
-   * http.port}, with the health checks.
+   * http.port}, with the health checks. A stream thread that fails is replaced, and its tasks
+   * resume from the last commit; liveness fails for good once more than {@code
+   * health.live.max-thread-replacements} were replaced within {@code
+   * health.live.replacement-window.ms} (see {@link ThreadReplacements}).
    *
    * @throws StartupException if the topics, the segments or Redis are not there to use
    */
@@ -131,9 +135,21 @@ public final class SendcapApp implements AutoCloseable {
                 metrics),
             props);
     backpressure.attach(streams);
-    HttpEndpoint http = serve(config, metrics, streams, redis, backpressure);
+    ThreadReplacements replacements =
+        new ThreadReplacements(
+            config.liveness().maxThreadReplacements(),
+            config.liveness().replacementWindow(),
+            clock,
+            metrics);
+    HttpEndpoint http = serve(config, metrics, streams, redis, backpressure, replacements);
     streams.setUncaughtExceptionHandler(
         e -> {
+          if (Thread.currentThread().getName().endsWith("-GlobalStreamThread")) {
+            // Kafka Streams cannot replace its global thread: it stops, and liveness follows.
+            LOG.error("the global stream thread failed; Kafka Streams stops", e);
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+          }
+          replacements.record(e);
           LOG.error("stream thread failed; replacing it, its tasks resume from the last commit", e);
           return StreamThreadExceptionResponse.REPLACE_THREAD;
         });
@@ -191,13 +207,17 @@ public final class SendcapApp implements AutoCloseable {
       PrometheusMeterRegistry metrics,
       KafkaStreams streams,
       RedisConnector redis,
-      LimiterBackpressure backpressure) {
+      LimiterBackpressure backpressure,
+      ThreadReplacements replacements) {
     if (config.httpPort() < 0) {
       return null;
     }
     try {
       return HttpEndpoint.start(
-          config.httpPort(), metrics::scrape, () -> live(streams), () -> ready(streams, redis));
+          config.httpPort(),
+          metrics::scrape,
+          () -> live(streams, replacements),
+          () -> ready(streams, redis));
     } catch (UncheckedIOException e) {
       streams.close(Duration.ofSeconds(30));
       backpressure.close();
@@ -218,8 +238,15 @@ public final class SendcapApp implements AutoCloseable {
     return List.of(kafka, gc);
   }
 
-  /** Alive unless Kafka Streams has failed or is shutting down. */
-  private static HttpEndpoint.Health live(KafkaStreams streams) {
+  /**
+   * Alive unless Kafka Streams has failed or is shutting down, or its stream threads have been
+   * replaced too often.
+   */
+  private static HttpEndpoint.Health live(KafkaStreams streams, ThreadReplacements replacements) {
+    Optional<String> crashLoop = replacements.failure();
+    if (crashLoop.isPresent()) {
+      return new HttpEndpoint.Health(false, crashLoop.get());
+    }
     KafkaStreams.State state = streams.state();
     boolean up = state.isRunningOrRebalancing() || state == KafkaStreams.State.CREATED;
     return new HttpEndpoint.Health(up, "Kafka Streams " + state);

@@ -27,9 +27,9 @@ import org.apache.kafka.streams.StreamsConfig;
  * The application's settings, read and validated once at start-up.
  *
  * <p>Keys under {@code topic.}, {@code cap.}, {@code batch.}, {@code policies.}, {@code segments.},
- * {@code avro.} and {@code http.} are sendcap's own; every other key is a Kafka Streams or client
- * property and is passed to Kafka Streams as it is. {@code config/sendcap.properties} lists every
- * key with its default.
+ * {@code avro.}, {@code http.} and {@code health.} are sendcap's own; every other key is a Kafka
+ * Streams or client property and is passed to Kafka Streams as it is. {@code
+ * config/sendcap.properties} lists every key with its default.
  *
  * @param streams the Kafka Streams properties, sendcap's defaults applied
  * @param topics the topic names
@@ -43,6 +43,7 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
  *     the {@code single-object} serde; a registry-backed serde finds them itself)
  * @param httpPort the port of the metrics and health endpoint: 0 for a free one, -1 for none
+ * @param liveness when {@code /health/live} fails for stream threads that keep failing
  * @param effective every setting as in force, defaults applied, by key (sorted)
  */
 public record SendcapConfig(
@@ -56,6 +57,7 @@ public record SendcapConfig(
     String avroSerde,
     List<Schema> writerSchemas,
     int httpPort,
+    Liveness liveness,
     Map<String, String> effective) {
 
   /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
@@ -73,7 +75,7 @@ public record SendcapConfig(
   }
 
   private static final Set<String> OWN_PREFIXES =
-      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.", "http.");
+      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.", "http.", "health.");
 
   /**
    * What the Kafka Streams properties default to when the file does not set them. The global
@@ -96,6 +98,13 @@ public record SendcapConfig(
       String deadLetters,
       String segments,
       String policies) {}
+
+  /**
+   * The liveness rule for stream threads that keep failing: {@code /health/live} fails, for good,
+   * once more than {@code maxThreadReplacements} failed stream threads were replaced within {@code
+   * replacementWindow}.
+   */
+  public record Liveness(int maxThreadReplacements, Duration replacementWindow) {}
 
   /** What a capped send becomes. */
   public enum Mode {
@@ -213,6 +222,10 @@ public record SendcapConfig(
     String serde = r.string("avro.serde", SINGLE_OBJECT);
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
     int httpPort = r.intRange("http.port", DEFAULT_HTTP_PORT, -1, 65_535);
+    Liveness liveness =
+        new Liveness(
+            r.intRange("health.live.max-thread-replacements", 5, 0, 1_000_000),
+            r.millis("health.live.replacement-window.ms", 600_000));
     Properties streams = r.streams();
     r.withinTheTransaction(limiter.timeout(), streams);
     r.problems.throwIfAny();
@@ -227,6 +240,7 @@ public record SendcapConfig(
         serde,
         writerSchemas,
         httpPort,
+        liveness,
         Collections.unmodifiableMap(r.effective));
   }
 
@@ -273,6 +287,8 @@ public record SendcapConfig(
             "cap.max-skew.ms",
             "avro.writer-schemas",
             "http.port",
+            "health.live.max-thread-replacements",
+            "health.live.replacement-window.ms",
             "cap.clock",
             "cap.idempotency.retention.ms",
             "cap.redis.sends-per-call",

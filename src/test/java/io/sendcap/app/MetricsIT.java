@@ -2,7 +2,10 @@ package io.sendcap.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sendcap.avro.Channel;
+import io.sendcap.avro.ScheduledSend;
 import io.sendcap.embedded.EmbeddedRedis;
+import io.sendcap.serde.SingleObjectAvroSerde;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
@@ -12,7 +15,11 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.AfterAll;
@@ -22,10 +29,12 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The operators' endpoint of a running application: health that follows Kafka Streams and Redis,
- * and Prometheus counters equal to the records on the output topics.
+ * Prometheus counters equal to the records on the output topics, and liveness that fails when
+ * stream threads are replaced in a crash loop.
  */
 class MetricsIT {
   private static final int SENDS = 5_000;
+  private static final String REPLACED = "sendcap_stream_threads_replaced_total";
 
   private static TestKafka kafka;
   @TempDir static Path dir;
@@ -94,6 +103,68 @@ class MetricsIT {
           "readiness after Redis is back",
           Duration.ofMinutes(1),
           () -> get(port, "/health/ready").statusCode() == 200);
+    }
+  }
+
+  /**
+   * A send too big for the producer (a small {@code max.request.size} here stands for a send just
+   * under the broker's limit, whose buffered copy and delivery are a little bigger): neither can
+   * ever be written, so each stream thread that takes its task fails on the same send and is
+   * replaced.
+   */
+  @Test
+  void threadsReplacedInACrashLoopAreCountedAndFailLiveness() {
+    kafka.createTopics(1, "sends-big", "deliveries-big", "suppressed-big", "dlq-big");
+    try (EmbeddedRedis redis = EmbeddedRedis.start()) {
+      Properties settings =
+          CapScenario.settings(dir, kafka.bootstrapServers(), redis.uri(), "crash-loop");
+      settings.setProperty("topic.input", "sends-big");
+      settings.setProperty("producer.max.request.size", "10000");
+      settings.setProperty("health.live.max-thread-replacements", "2");
+      // A failed thread's consumer stays in the group until its session times out (45 s by
+      // default), and its replacement is assigned the task only then.
+      settings.setProperty("session.timeout.ms", "6000");
+      settings.setProperty("heartbeat.interval.ms", "1000");
+      try (SendcapApp app = SendcapApp.start(CapScenario.config(settings, "-big"))) {
+        int port = app.httpPort();
+        assertThat(get(port, "/health/live").statusCode()).isEqualTo(200);
+        assertThat(get(port, "/metrics").body()).doesNotContain(REPLACED);
+
+        ScheduledSend big =
+            ScheduledSend.newBuilder()
+                .setMessageId("big-1")
+                .setCampaignId("c")
+                .setUserId(5_000)
+                .setChannel(Channel.EMAIL)
+                .setScheduledAt(Instant.parse("2026-11-02T06:00:00Z"))
+                .setAttributes(Map.of("body", "x".repeat(20_000)))
+                .build();
+        CapScenario.produce(
+            kafka.bootstrapServers(),
+            List.of(
+                CapScenario.record(
+                    "sends-big",
+                    big,
+                    new SingleObjectAvroSerde<>(ScheduledSend.class).encode(big))));
+
+        TopicReader.await(
+            "liveness to fail",
+            Duration.ofMinutes(2),
+            () -> get(port, "/health/live").statusCode() == 503);
+        HttpResponse<String> live = get(port, "/health/live");
+        assertThat(live.statusCode()).isEqualTo(503);
+        assertThat(live.body())
+            .matches(
+                Pattern.quote(
+                        "{\"status\":\"DOWN\",\"detail\":\"3 stream thread replacements within"
+                            + " 600000 ms (health.live.replacement-window.ms), more than"
+                            + " health.live.max-thread-replacements=2; last: ")
+                    + "\\w+(Exception|Error): [^\\n]+\"}\n");
+        assertThat(sum(get(port, "/metrics").body(), REPLACED)).isGreaterThanOrEqualTo(3);
+        assertThat(app.state().isRunningOrRebalancing())
+            .as("Kafka Streams itself goes on replacing threads")
+            .isTrue();
+      }
     }
   }
 

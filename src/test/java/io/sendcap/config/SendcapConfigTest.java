@@ -23,6 +23,9 @@ class SendcapConfigTest {
     assertThat(fromFile.maxSkew()).isEqualTo(defaults.maxSkew()).isEqualTo(Duration.ofDays(7));
     assertThat(fromFile.writerSchemas()).isEqualTo(defaults.writerSchemas()).isEmpty();
     assertThat(fromFile.httpPort()).isEqualTo(defaults.httpPort()).isEqualTo(8080);
+    assertThat(fromFile.liveness())
+        .isEqualTo(defaults.liveness())
+        .isEqualTo(new SendcapConfig.Liveness(5, Duration.ofMinutes(10)));
     assertThat(defaults.streams().getProperty("processing.guarantee")).isEqualTo("exactly_once_v2");
     assertThat(defaults.batch()).isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50)));
     assertThat(defaults.limiter().failureMode()).isEqualTo(SendcapConfig.FailureMode.BLOCK);
@@ -63,6 +66,39 @@ class SendcapConfigTest {
         .anySatisfy(m -> assertThat(m).startsWith("avro.writer-schemas=\"no/such.avsc\""));
     assertThat(e.problems())
         .anySatisfy(m -> assertThat(m).contains("exactly_twice").contains("processing.guarantee"));
+  }
+
+  @Test
+  void badLivenessValuesFailNamingKeyValueAndWhatIsAllowed() {
+    Properties p = new Properties();
+    p.setProperty("health.live.max-thread-replacements", "-1");
+    p.setProperty("health.live.replacement-window.ms", "10m");
+    p.setProperty("health.live.max-replacements", "2");
+
+    InvalidConfigException e =
+        catchThrowableOfType(
+            InvalidConfigException.class, () -> SendcapConfig.from(p, "app.properties"));
+
+    assertThat(e.problems())
+        .containsExactlyInAnyOrder(
+            "health.live.max-thread-replacements=\"-1\" is invalid: a whole number from 0 to"
+                + " 1000000",
+            "health.live.replacement-window.ms=\"10m\" is invalid: a whole number from 1 to"
+                + " 2147483647",
+            "health.live.max-replacements=\"2\" is invalid: unknown key; see"
+                + " config/sendcap.properties");
+  }
+
+  @Test
+  void livenessSettingsAreReadAndNotPassedToKafkaStreams() {
+    Properties p = new Properties();
+    p.setProperty("health.live.max-thread-replacements", "0");
+    p.setProperty("health.live.replacement-window.ms", "60000");
+
+    SendcapConfig c = SendcapConfig.from(p, "x");
+
+    assertThat(c.liveness()).isEqualTo(new SendcapConfig.Liveness(0, Duration.ofMinutes(1)));
+    assertThat(c.streams()).doesNotContainKey("health.live.max-thread-replacements");
   }
 
   @Test
