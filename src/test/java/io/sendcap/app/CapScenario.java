@@ -241,9 +241,34 @@ final class CapScenario {
     return m;
   }
 
+  /**
+   * Checks that the sends allowed are those the model of the rules allows. After a batch whose
+   * calls Redis ran but answered too late, a capped send of it is decided again against the sends
+   * logged after it, so only its suppression's details may differ.
+   */
+  void assertSameSendsAllowedAsTheModel(
+      List<ScheduledSend> input, List<Outcome> outcomes, Duration retention) {
+    Map<String, Boolean> expected = new TreeMap<>();
+    expectedByTheModel(input, retention).forEach((id, d) -> expected.put(id, d.equals("allowed")));
+    assertThat(allowedById(outcomes)).isEqualTo(expected);
+  }
+
   /** Checks every decision against the reference model of the rules, send by send. */
   void assertDecisionsMatchTheModel(
       List<ScheduledSend> input, List<Outcome> outcomes, Duration retention) {
+    Map<String, String> expected = expectedByTheModel(input, retention);
+    Map<String, String> actual = new HashMap<>();
+    for (Outcome o : outcomes) {
+      if (o.detail() instanceof Suppression s) {
+        actual.putIfAbsent(o.messageId(), describe(s));
+      } else if (o.allowed()) {
+        actual.putIfAbsent(o.messageId(), "allowed");
+      }
+    }
+    assertThat(actual).isEqualTo(expected);
+  }
+
+  private Map<String, String> expectedByTheModel(List<ScheduledSend> input, Duration retention) {
     SlidingLogModel model = new SlidingLogModel(retention);
     Map<String, String> expected = new HashMap<>();
     for (ScheduledSend s : input) {
@@ -258,15 +283,7 @@ final class CapScenario {
               new CapRequest(s.getUserId(), s.getMessageId(), now, policy, s.getChannel(), null));
       expected.putIfAbsent(s.getMessageId(), describe(d, policy));
     }
-    Map<String, String> actual = new HashMap<>();
-    for (Outcome o : outcomes) {
-      if (o.detail() instanceof Suppression s) {
-        actual.putIfAbsent(o.messageId(), describe(s));
-      } else if (o.allowed()) {
-        actual.putIfAbsent(o.messageId(), "allowed");
-      }
-    }
-    assertThat(actual).isEqualTo(expected);
+    return expected;
   }
 
   private Policy policyOf(long user) {
