@@ -1,8 +1,8 @@
 package io.sendcap.segment;
 
-import static io.sendcap.segment.SegmentProperties.lists;
-import static io.sendcap.segment.SegmentProperties.longs;
-import static io.sendcap.segment.SegmentProperties.sizes;
+import static io.sendcap.testing.Generators.lists;
+import static io.sendcap.testing.Generators.longs;
+import static io.sendcap.testing.Generators.sizes;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.quicktheories.QuickTheory.qt;
 
