@@ -588,6 +588,53 @@ class SendcapTopologyTest {
   }
 
   /**
+   * A per-user call that Redis ran but whose answer never came (a timeout) in block mode: the batch
+   * is decided again, and its sends are replays then. Their first tokens must stay counted, or the
+   * budget of 3 would let a fourth send through.
+   */
+  @Test
+  void aBatchRedisLoggedButDidNotAnswerKeepsItsTokensCountedWhenDecidedAgain() {
+    AtomicInteger calls = new AtomicInteger();
+    CapStore answerLost =
+        new CapStore() {
+          @Override
+          public Pending submit(List<CapRequest> requests) {
+            Pending decided = model.submit(requests); // Redis runs the call and logs the sends
+            if (calls.incrementAndGet() == 1) {
+              return () -> {
+                throw new LimiterUnavailableException("EVALSHA timed out", null);
+              };
+            }
+            return decided;
+          }
+
+          @Override
+          public void close() {}
+        };
+    start(3, new Properties(), () -> answerLost, Backpressure.NONE);
+    publish(
+        """
+        default:
+          caps:
+            - {window: 1d, limit: 5}
+        global:
+          - {name: email-budget, window: 1d, limit: 3}
+        """);
+    pipe(send("a", 1, Duration.ZERO));
+    pipe(send("b", 2, Duration.ZERO));
+    pipe(send("c", 3, Duration.ZERO)); // the batch whose answer is lost; decided again
+    pipe(send("d", 4, Duration.ZERO));
+    pipe(send("e", 5, Duration.ZERO));
+    driver.advanceWallClockTime(Duration.ofSeconds(2));
+
+    assertThat(deliveredIds()).containsExactly("a", "b", "c");
+    assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
+        .extracting(x -> x.getSend().getMessageId(), Suppression::getReason)
+        .containsExactly(
+            tuple("d", SuppressionReason.GLOBAL_CAP), tuple("e", SuppressionReason.GLOBAL_CAP));
+  }
+
+  /**
    * The second chance's call may have reached Redis and logged d before it failed: d's token stays
    * counted, or a replay of d, delivered as allowed, would hold none and the budget could be
    * exceeded.
