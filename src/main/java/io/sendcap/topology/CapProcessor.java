@@ -404,11 +404,12 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     List<Long> asked = new ArrayList<>();
     List<CapRequest> requests = new ArrayList<>();
     for (Long offset : again.keySet()) {
-      if (!tokens.isRefused(offset)) {
-        PendingSend p = batch.sends().get(offset);
-        asked.add(offset);
-        requests.add(request(p, batch.rules().of(p.getSegment()), batch.now(), batch.timeFloor()));
-      }
+      PendingSend p = batch.sends().get(offset);
+      CapRequest request =
+          request(p, batch.rules().of(p.getSegment()), batch.now(), batch.timeFloor());
+      asked.add(offset);
+      // refused again, it may yet be a replay of a send this call allows before it
+      requests.add(tokens.isRefused(offset) ? request.asProbe() : request);
     }
     List<Decision> decisions;
     try {
@@ -421,9 +422,12 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     }
     for (int i = 0; i < asked.size(); i++) {
       Long offset = asked.get(i);
-      refused.remove(offset);
-      decided.put(offset, decisions.get(i));
-      tokens.settle(offset, decisions.get(i));
+      Decision decision = decisions.get(i);
+      if (decision.outcome() != Decision.Outcome.NOT_A_REPLAY) {
+        refused.remove(offset);
+        decided.put(offset, decision);
+        tokens.settle(offset, decision);
+      }
     }
   }
 

@@ -588,6 +588,39 @@ class SendcapTopologyTest {
   }
 
   /**
+   * A send and its replay in one batch, both refused for want of a token, until a send capped per
+   * user gives one back: the send has it on its second chance, and its replay, decided after it, is
+   * delivered again.
+   */
+  @Test
+  void aReplayOfASendAllowedOnItsSecondChanceIsDeliveredToo() {
+    start(3);
+    publish(
+        """
+        segments:
+          - name: new-users
+            caps:
+              - {window: 1d, limit: 1}
+        default:
+          caps:
+            - {window: 1d, limit: 2}
+        global:
+          - {name: email-budget, window: 1d, limit: 2}
+        """);
+    pipe(send("p", NEW_USER, Duration.ZERO));
+    driver.advanceWallClockTime(Duration.ofSeconds(2));
+    pipe(send("q", NEW_USER, Duration.ofMinutes(1))); // the last token; capped per user
+    pipe(send("r", 1, Duration.ofMinutes(2)));
+    pipe(send("r", 1, Duration.ofMinutes(2))); // the campaign engine produced it twice
+
+    assertThat(deliveredIds()).containsExactly("p", "r", "r");
+    assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
+        .extracting(x -> x.getSend().getMessageId(), Suppression::getReason)
+        .containsExactly(tuple("q", SuppressionReason.CAP));
+    assertThat(quotaCounters.total()).as("tokens counted in the window").isEqualTo(2);
+  }
+
+  /**
    * A per-user call that Redis ran but whose answer never came (a timeout) in block mode: the batch
    * is decided again, and its sends are replays then. Their first tokens must stay counted, or the
    * budget of 3 would let a fourth send through.
