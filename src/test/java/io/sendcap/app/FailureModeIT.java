@@ -9,6 +9,7 @@ import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.SuppressionReason;
 import io.sendcap.embedded.EmbeddedRedis;
+import io.sendcap.testing.AppProgress;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
@@ -89,7 +90,7 @@ class FailureModeIT {
         CapScenario.produce(kafka.bootstrapServers(), input.subList(FIRST, FIRST + SECOND));
         int decidedWhileDown =
             mode.equals("block")
-                ? reader.drain(Duration.ofSeconds(3)).size()
+                ? heldWhileDown(app, reader)
                 : reader.awaitRecords(FIRST + SECOND, Duration.ofMinutes(1)).size();
         redis.restart();
 
@@ -104,6 +105,34 @@ class FailureModeIT {
             input, all, all.subList(FIRST, decidedWhileDown), input.subList(next, input.size()));
       }
     }
+  }
+
+  /**
+   * The number of outputs committed while Redis is down under {@code block}, checked not to grow:
+   * counted once the application reports the outage and every output it counted is committed, and
+   * again after thirty more rounds of its stream thread's loop.
+   *
+   * <p>That nothing is decided while Redis is down can only be seen over an interval. It starts at
+   * the application's report of the outage and is measured in rounds of the stream thread's loop,
+   * so that a slower machine gives the application as many chances to decide as a fast one.
+   */
+  private static int heldWhileDown(SendcapApp app, TopicReader reader) {
+    TopicReader.await(
+        "the limiter gauge to show the outage", Duration.ofMinutes(1), () -> unavailable(app));
+    int atOutage =
+        AppProgress.awaitOutputsCommitted(app.metrics(), reader, Duration.ofMinutes(1)).size();
+    AppProgress.awaitStreamThreadRounds(app.metrics(), 30, Duration.ofMinutes(1));
+    int after =
+        AppProgress.awaitOutputsCommitted(app.metrics(), reader, Duration.ofMinutes(1)).size();
+    assertThat(unavailable(app)).as("the outage, still reported").isTrue();
+    assertThat(after)
+        .as("outputs after the application ran on with Redis down")
+        .isEqualTo(atOutage);
+    return after;
+  }
+
+  private static boolean unavailable(SendcapApp app) {
+    return app.metrics().get("sendcap.limiter.unavailable").gauge().value() == 1.0;
   }
 
   /**
@@ -149,6 +178,13 @@ class FailureModeIT {
     Run run = blastThroughAnOutage("block");
 
     assertThat(run.whileDown()).as("outputs while Redis was down").isEmpty();
+    assertThat(run.all())
+        .as("no send decided without the limiter")
+        .noneMatch(o -> o.detail() instanceof Delivery d && d.getFailOpen())
+        .noneMatch(
+            o ->
+                o.detail() instanceof Suppression s
+                    && s.getReason() == SuppressionReason.LIMITER_UNAVAILABLE);
     scenario.assertEachInputOnce(run.input(), run.all());
     scenario.assertDecisionsMatchTheModel(
         scenario.sendsOf(run.input()), run.all(), Duration.ofDays(1));

@@ -9,6 +9,7 @@ import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.EmbeddedRedisCluster;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.testing.AppProgress;
 import io.sendcap.testing.ForkedSendcap;
 import io.sendcap.testing.NewerSchema;
 import io.sendcap.testing.TopicReader;
@@ -49,7 +50,6 @@ class FaultToleranceIT {
   private static final int USERS = 10_000;
   private static final Duration DEADLINE = Duration.ofMinutes(5);
   private static final Duration STARTUP = Duration.ofMinutes(2);
-  private static final Duration QUIET = Duration.ofSeconds(3);
 
   private static final CapScenario scenario = new CapScenario();
   private static EmbeddedKafka kafka;
@@ -67,8 +67,10 @@ class FaultToleranceIT {
     blast = scenario.records("blast", SENDS, USERS, 0, 200, 11);
     Case clean = new Case("clean");
     try (SendcapApp app = SendcapApp.start(clean.config(clean.settings(redis.uri()), "a"))) {
-      withoutFaults = clean.run(blast);
+      clean.produce(blast);
+      clean.awaitDecisions();
     }
+    withoutFaults = clean.everything();
   }
 
   @AfterAll
@@ -90,17 +92,18 @@ class FaultToleranceIT {
       throws Exception {
     Case c = new Case("kill");
     Path config = c.writeConfig(c.settings(redis.uri()));
-    List<CapScenario.Outcome> outcomes;
     try (ForkedSendcap first = c.fork(config, "first")) {
       c.produce(blast);
       c.reader.awaitRecords(SENDS / 3, DEADLINE);
       first.kill();
-      assertThat(c.reader.drain(QUIET)).as("the kill came mid-blast").hasSizeLessThan(SENDS);
+      // Its one producer is dead: beyond what it committed lies only its open transaction, which
+      // the broker aborts.
+      assertThat(c.reader.readToEnd(DEADLINE)).as("the kill came mid-blast").hasSizeLessThan(SENDS);
       try (ForkedSendcap second = c.fork(config, "second")) {
-        outcomes = c.awaitAll();
+        c.awaitDecisions();
       }
     }
-    assertSameAsWithoutFaults(outcomes);
+    assertSameAsWithoutFaults(c.everything());
   }
 
   @Test
@@ -110,7 +113,6 @@ class FaultToleranceIT {
     settings.setProperty("processing.guarantee", "at_least_once");
     Path config = c.writeConfig(settings);
     Map<String, Long> inputs = scenario.idsOf(blast);
-    List<CapScenario.Outcome> outcomes;
     try (ForkedSendcap first = c.fork(config, "first")) {
       c.produce(blast);
       c.reader.awaitRecords(SENDS / 3, DEADLINE);
@@ -125,9 +127,9 @@ class FaultToleranceIT {
                         .map(CapScenario.Outcome::messageId)
                         .collect(Collectors.toSet())
                         .containsAll(inputs.keySet()));
-        outcomes = c.outcomes(c.reader.drain(QUIET));
       }
     }
+    List<CapScenario.Outcome> outcomes = c.everything();
     Map<String, Long> outputs = new HashMap<>();
     outcomes.forEach(o -> outputs.merge(o.messageId(), 1L, Long::sum));
     assertThat(outputs.keySet()).as("every input decided").isEqualTo(inputs.keySet());
@@ -143,7 +145,6 @@ class FaultToleranceIT {
     try (EmbeddedRedisCluster cluster = EmbeddedRedisCluster.start()) {
       Properties p = c.settings(String.join(",", cluster.uris()));
       p.setProperty("cap.redis.cluster", "true");
-      List<CapScenario.Outcome> outcomes;
       long decidedByFirst;
       long decidedBySecond;
       SendcapApp first = SendcapApp.start(c.config(p, "first"));
@@ -156,14 +157,14 @@ class FaultToleranceIT {
         decidedByFirst = first.redis().decisions();
         first.close();
         first = null;
-        outcomes = c.awaitAll();
+        c.awaitDecisions();
         decidedBySecond = second.redis().decisions();
       } finally {
         closeAll(first, second);
       }
       assertThat(decidedByFirst).as("decided by the first instance").isPositive();
       assertThat(decidedBySecond).as("decided by the instance that joined").isPositive();
-      assertSameAsWithoutFaults(outcomes);
+      assertSameAsWithoutFaults(c.everything());
     }
   }
 
@@ -176,30 +177,34 @@ class FaultToleranceIT {
       c.reader.awaitRecords(SENDS / 3, DEADLINE);
       own.stopKeepingData();
       TopicReader.await("the limiter gauge to show the outage", STARTUP, () -> unavailable(app));
-      int atOutage = c.reader.drain(Duration.ofSeconds(1)).size();
-      int afterSeconds = c.reader.drain(Duration.ofSeconds(5)).size();
-      assertThat(afterSeconds).as("nothing decided while Redis is down").isEqualTo(atOutage);
+      int atOutage = AppProgress.awaitOutputsCommitted(app.metrics(), c.reader, DEADLINE).size();
+      // That nothing is decided while Redis is down can only be seen over an interval: it starts
+      // at the application's report of the outage and lasts fifty rounds of its stream thread's
+      // loop, so that a slower machine gives the application as many chances to decide.
+      AppProgress.awaitStreamThreadRounds(app.metrics(), 50, DEADLINE);
+      int afterRounds = AppProgress.awaitOutputsCommitted(app.metrics(), c.reader, DEADLINE).size();
+      assertThat(afterRounds).as("nothing decided while Redis is down").isEqualTo(atOutage);
+      assertThat(atOutage).as("the outage came mid-blast").isLessThan(SENDS);
       assertThat(unavailable(app)).isTrue();
       own.restart();
-      List<CapScenario.Outcome> outcomes = c.awaitAll();
+      c.awaitDecisions();
       assertThat(unavailable(app)).as("the gauge after recovery").isFalse();
       assertThat(app.metrics().get("sendcap.limiter.outages").counter().count()).isEqualTo(1.0);
-      assertSameAsWithoutFaults(outcomes);
     }
+    assertSameAsWithoutFaults(c.everything());
   }
 
   @Test
   void theBrokerRestartedMidBlastLosesNothingAndCountsNothingTwice() {
     Case c = new Case("broker");
-    List<CapScenario.Outcome> outcomes;
     try (SendcapApp app = SendcapApp.start(c.config(c.settings(redis.uri()), "a"))) {
       c.produce(blast);
       c.reader.awaitRecords(SENDS / 3, DEADLINE);
       kafka.stop();
       kafka.restart();
-      outcomes = c.awaitAll();
+      c.awaitDecisions();
     }
-    assertSameAsWithoutFaults(outcomes);
+    assertSameAsWithoutFaults(c.everything());
   }
 
   @Test
@@ -211,12 +216,12 @@ class FaultToleranceIT {
     Files.writeString(avsc, NewerSchema.SCHEMA.toString(true));
     Properties p = c.settings(redis.uri());
     p.setProperty("avro.writer-schemas", avsc.toString());
-    List<ConsumerRecord<byte[], byte[]>> records;
     try (SendcapApp app = SendcapApp.start(c.config(p, "a"))) {
       c.produce(poisoned.records());
-      records = c.reader.awaitRecords(SENDS, DEADLINE);
-      records = c.reader.drain(QUIET);
+      c.reader.awaitRecords(SENDS, DEADLINE);
     }
+    List<ConsumerRecord<byte[], byte[]>> records =
+        c.reader.readToEndOnceNoTransactionIsOpen(DEADLINE);
     List<CapScenario.Outcome> outcomes = c.outcomes(records);
     scenario.assertEachInputOnce(poisoned.records(), outcomes);
     Map<Poison, Integer> dead = new HashMap<>();
@@ -437,15 +442,17 @@ class FaultToleranceIT {
               .toList());
     }
 
-    List<CapScenario.Outcome> run(List<ProducerRecord<byte[], byte[]>> records) {
-      produce(records);
-      return awaitAll();
+    /** Waits until as many outputs are committed as the blast has sends. */
+    void awaitDecisions() {
+      reader.awaitRecords(SENDS, DEADLINE);
     }
 
-    /** Waits for a decision of every send, then a little longer for any extra one. */
-    List<CapScenario.Outcome> awaitAll() {
-      reader.awaitRecords(SENDS, DEADLINE);
-      return outcomes(reader.drain(QUIET));
+    /**
+     * Every output of the case, once every instance has stopped: read to the end once no
+     * transaction is open, which is all there will ever be.
+     */
+    List<CapScenario.Outcome> everything() {
+      return outcomes(reader.readToEndOnceNoTransactionIsOpen(DEADLINE));
     }
 
     List<CapScenario.Outcome> outcomes(List<ConsumerRecord<byte[], byte[]>> records) {

@@ -6,6 +6,7 @@ import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.testing.AppProgress;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
@@ -74,8 +75,17 @@ class MetricsIT {
           "readiness", Duration.ofMinutes(1), () -> get(port, "/health/ready").statusCode() == 200);
 
       CapScenario.produce(kafka.bootstrapServers(), input);
-      List<ConsumerRecord<byte[], byte[]>> out = reader.awaitRecords(SENDS, Duration.ofMinutes(2));
-      out = reader.drain(Duration.ofSeconds(1));
+      reader.awaitRecords(SENDS, Duration.ofMinutes(2));
+      // Done, with the application running: it has read every send, holds none undecided, and
+      // every output it counted is committed; so no output and no count is still to come.
+      AppProgress.awaitInputCommitted(
+          kafka.bootstrapServers(), "metrics", "campaign-sends", Duration.ofMinutes(1));
+      TopicReader.await(
+          "no send undecided",
+          Duration.ofMinutes(1),
+          () -> app.metrics().get("sendcap.sends.undecided").gauge().value() == 0);
+      List<ConsumerRecord<byte[], byte[]>> out =
+          AppProgress.awaitOutputsCommitted(app.metrics(), reader, Duration.ofMinutes(1));
       String metrics = get(port, "/metrics").body();
 
       assertThat(sum(metrics, "sendcap_sends_allowed_total"))
