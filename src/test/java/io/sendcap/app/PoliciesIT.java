@@ -9,6 +9,7 @@ import io.sendcap.avro.Suppression;
 import io.sendcap.avro.SuppressionReason;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.testing.AppProgress;
 import io.sendcap.testing.Cli;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
@@ -297,6 +298,9 @@ class PoliciesIT {
       double calls;
       try (SendcapApp one = SendcapApp.start(CapScenario.config(settings, ""));
           SendcapApp two = SendcapApp.start(CapScenario.config(second, ""))) {
+        // Both take part in the blast, and no rebalance is left in progress for their close.
+        AppProgress.awaitGroupStable(
+            kafka.bootstrapServers(), "budget", 2, "campaign-sends-budget", Duration.ofMinutes(1));
         CapScenario.produce(kafka.bootstrapServers(), blast);
         reader.awaitRecords(blast.size(), Duration.ofMinutes(2));
         calls =

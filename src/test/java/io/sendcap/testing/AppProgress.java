@@ -13,10 +13,12 @@ import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
@@ -59,6 +61,42 @@ public final class AppProgress {
       } catch (AssertionError e) {
         throw new AssertionError(
             e.getMessage() + ": committed " + committed + ", end offsets " + ends, e);
+      }
+    }
+  }
+
+  /**
+   * Waits until consumer group {@code groupId} (an application id) is stable with {@code members}
+   * members, each assigned partitions of {@code topic}, or fails after {@code timeout} with the
+   * group as last described.
+   *
+   * <p>Then every instance takes part, and none of them is in a rebalance that an instance closing
+   * would leave waiting for its session to time out.
+   */
+  public static void awaitGroupStable(
+      String bootstrapServers, String groupId, int members, String topic, Duration timeout) {
+    try (Admin admin =
+        Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers))) {
+      List<ConsumerGroupDescription> last = new ArrayList<>(List.of());
+      try {
+        TopicReader.await(
+            "group " + groupId + " to be stable with " + members + " members reading " + topic,
+            timeout,
+            () -> {
+              ConsumerGroupDescription group =
+                  get(admin.describeConsumerGroups(List.of(groupId)).all()).get(groupId);
+              last.clear();
+              last.add(group);
+              return group.groupState() == GroupState.STABLE
+                  && group.members().size() == members
+                  && group.members().stream()
+                      .allMatch(
+                          m ->
+                              m.assignment().topicPartitions().stream()
+                                  .anyMatch(p -> p.topic().equals(topic)));
+            });
+      } catch (AssertionError e) {
+        throw new AssertionError(e.getMessage() + ": " + last, e);
       }
     }
   }
