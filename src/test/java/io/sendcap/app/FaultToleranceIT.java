@@ -153,6 +153,9 @@ class FaultToleranceIT {
         c.produce(blast);
         c.reader.awaitRecords(SENDS / 4, DEADLINE);
         second = SendcapApp.start(c.config(p, "second"));
+        // Joined: the second instance reads partitions of its own before the first one leaves.
+        AppProgress.awaitGroupStable(
+            kafka.bootstrapServers(), "sendcap-scale", 2, "sends-scale", DEADLINE);
         c.reader.awaitRecords(SENDS / 2, DEADLINE);
         decidedByFirst = first.redis().decisions();
         first.close();
