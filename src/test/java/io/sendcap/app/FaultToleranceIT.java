@@ -25,11 +25,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutionException;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -381,22 +384,43 @@ class FaultToleranceIT {
       try (Admin admin =
           Admin.create(
               Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()))) {
-        // After a broker restart, a new topic reaches the metadata a little after it is created.
+        // A new topic reaches the broker a little after it is created. Until its leader serves a
+        // partition, an idempotent producer's first request to it is refused, and a later one
+        // accepted; the first is then out of sequence and retried until it expires, its records
+        // lost (KAFKA-15591). The blast is produced only once every partition answers.
         TopicReader.await(
-            "topics " + topics + " to be listed",
-            STARTUP,
-            () ->
-                admin
-                    .listTopics()
-                    .names()
-                    .toCompletionStage()
-                    .toCompletableFuture()
-                    .join()
-                    .containsAll(topics));
+            "the partitions of " + topics + " to be served", STARTUP, () -> served(admin, topics));
       }
       this.reader =
           new TopicReader(
               kafka.bootstrapServers(), "deliveries-" + name, "suppressed-" + name, "dlq-" + name);
+    }
+
+    /** Whether the broker knows the topics and the leader of each of their partitions answers. */
+    private static boolean served(Admin admin, List<String> topics) {
+      try {
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        admin
+            .describeTopics(topics)
+            .allTopicNames()
+            .get()
+            .forEach(
+                (topic, description) ->
+                    description
+                        .partitions()
+                        .forEach(
+                            p ->
+                                latest.put(
+                                    new TopicPartition(topic, p.partition()),
+                                    OffsetSpec.latest())));
+        admin.listOffsets(latest).all().get();
+        return true;
+      } catch (ExecutionException e) {
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError("interrupted", e);
+      }
     }
 
     Properties settings(String redisUri) {
