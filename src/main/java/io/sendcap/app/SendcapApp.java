@@ -90,13 +90,19 @@ public final class SendcapApp implements AutoCloseable {
    * health.live.max-thread-replacements} were replaced within {@code
    * health.live.replacement-window.ms} (see {@link ThreadReplacements}).
    *
-   * @throws StartupException if the topics, the segments or Redis are not there to use
+   * <p>With {@code avro.serde=confluent}, the schema registry must answer, and sendcap's output
+   * schemas are registered under {@code <topic>-value} of the deliveries and suppressed topics, or
+   * with {@code auto.register.schemas=false} must be registered there already.
+   *
+   * @throws StartupException if the topics, the schema registry, the segments or Redis are not
+   *     there to use
    */
   public static SendcapApp start(SendcapConfig config) {
     LOG.info("settings: {}", config.describe());
     LivePolicies policies =
         new LivePolicies(Policies.load(config.policiesFile()), config.policiesFile().toString());
     requireTopics(config);
+    SchemaRegistryCheck.require(config);
     PrometheusMeterRegistry metrics = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     RedisConnector redis = connectRedis(config, metrics);
     SegmentRegistry segments = new SegmentRegistry(policies.current().policies().segmentNames());

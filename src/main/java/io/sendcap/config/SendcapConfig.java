@@ -1,6 +1,8 @@
 package io.sendcap.config;
 
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.serde.AvroSerdes;
+import io.sendcap.serde.SchemaRegistrySettings;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -27,9 +29,11 @@ import org.apache.kafka.streams.StreamsConfig;
  * The application's settings, read and validated once at start-up.
  *
  * <p>Keys under {@code topic.}, {@code cap.}, {@code batch.}, {@code policies.}, {@code segments.},
- * {@code avro.}, {@code http.} and {@code health.} are sendcap's own; every other key is a Kafka
- * Streams or client property and is passed to Kafka Streams as it is. {@code
- * config/sendcap.properties} lists every key with its default.
+ * {@code avro.}, {@code http.}, {@code health.} and {@code schema.registry.}, and {@code
+ * auto.register.schemas}, are sendcap's own; every other key is a Kafka Streams or client property
+ * and is passed to Kafka Streams as it is. The schema registry's keys go to the Avro serde only:
+ * with {@code avro.serde=confluent} sendcap validates them, with a serde class name they are that
+ * class's to validate. {@code config/sendcap.properties} lists every key with its default.
  *
  * @param streams the Kafka Streams properties, sendcap's defaults applied
  * @param topics the topic names
@@ -39,9 +43,12 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param mode whether capped sends are suppressed ({@code enforce}) or delivered all the same and
  *     only reported on the suppressed topic ({@code shadow})
  * @param batch when a task's micro-batch is flushed
- * @param avroSerde {@code single-object}, or the class name of a Kafka {@code Serde} for Avro
+ * @param avroSerde {@code single-object}, {@code confluent}, or the class name of a Kafka {@code
+ *     Serde} for Avro
  * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
  *     the {@code single-object} serde; a registry-backed serde finds them itself)
+ * @param schemaRegistry the schema registry settings as set ({@code schema.registry.*} and {@code
+ *     auto.register.schemas}), for the Avro serde; valid when {@code avro.serde=confluent}
  * @param httpPort the port of the metrics and health endpoint: 0 for a free one, -1 for none
  * @param liveness when {@code /health/live} fails for stream threads that keep failing
  * @param effective every setting as in force, defaults applied, by key (sorted)
@@ -56,12 +63,16 @@ public record SendcapConfig(
     Batch batch,
     String avroSerde,
     List<Schema> writerSchemas,
+    Map<String, String> schemaRegistry,
     int httpPort,
     Liveness liveness,
     Map<String, String> effective) {
 
   /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
-  public static final String SINGLE_OBJECT = "single-object";
+  public static final String SINGLE_OBJECT = AvroSerdes.SINGLE_OBJECT;
+
+  /** {@code avro.serde} for the Confluent wire format with a schema registry. */
+  public static final String CONFLUENT = AvroSerdes.CONFLUENT;
 
   /** The default of {@code http.port}. */
   public static final int DEFAULT_HTTP_PORT = 8080;
@@ -75,7 +86,19 @@ public record SendcapConfig(
   }
 
   private static final Set<String> OWN_PREFIXES =
-      Set.of("topic.", "cap.", "batch.", "policies.", "segments.", "avro.", "http.", "health.");
+      Set.of(
+          "topic.",
+          "cap.",
+          "batch.",
+          "policies.",
+          "segments.",
+          "avro.",
+          "http.",
+          "health.",
+          "schema.registry.");
+
+  /** sendcap's own keys outside its prefixes: Confluent's name for it. */
+  private static final Set<String> OWN_KEYS = Set.of(SchemaRegistrySettings.AUTO_REGISTER);
 
   /**
    * What the Kafka Streams properties default to when the file does not set them. The global
@@ -221,6 +244,7 @@ public record SendcapConfig(
     Duration segments = r.millis("segments.load.timeout.ms", 120_000);
     String serde = r.string("avro.serde", SINGLE_OBJECT);
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
+    Map<String, String> schemaRegistry = r.schemaRegistry(serde);
     int httpPort = r.intRange("http.port", DEFAULT_HTTP_PORT, -1, 65_535);
     Liveness liveness =
         new Liveness(
@@ -239,6 +263,7 @@ public record SendcapConfig(
         batch,
         serde,
         writerSchemas,
+        schemaRegistry,
         httpPort,
         liveness,
         Collections.unmodifiableMap(r.effective));
@@ -300,7 +325,16 @@ public record SendcapConfig(
             "cap.mode",
             "cap.global.lease.ms",
             "segments.load.timeout.ms",
-            "avro.serde");
+            "avro.serde",
+            SchemaRegistrySettings.URL,
+            SchemaRegistrySettings.USER_INFO,
+            SchemaRegistrySettings.TRUSTSTORE_LOCATION,
+            SchemaRegistrySettings.TRUSTSTORE_PASSWORD,
+            SchemaRegistrySettings.KEYSTORE_LOCATION,
+            SchemaRegistrySettings.KEYSTORE_PASSWORD,
+            SchemaRegistrySettings.KEY_PASSWORD,
+            SchemaRegistrySettings.REQUEST_TIMEOUT,
+            SchemaRegistrySettings.AUTO_REGISTER);
 
     private final Properties props;
     private final Problems problems;
@@ -309,15 +343,49 @@ public record SendcapConfig(
     Values(Properties props, Problems problems) {
       this.props = props;
       this.problems = problems;
+      // A Serde class named by avro.serde reads the schema registry's keys: they are its to check.
+      String serde = props.getProperty("avro.serde", SINGLE_OBJECT).trim();
+      boolean serdeClass = !serde.equals(SINGLE_OBJECT) && !serde.equals(CONFLUENT);
       for (String key : new TreeMap<>(props).keySet().stream().map(String::valueOf).toList()) {
-        if (isOwn(key) && !KNOWN.contains(key)) {
+        if (isOwn(key) && !KNOWN.contains(key) && !(serdeClass && isSchemaRegistry(key))) {
           problems.add(key, props.getProperty(key), "unknown key; see config/sendcap.properties");
         }
       }
     }
 
     private static boolean isOwn(String key) {
-      return OWN_PREFIXES.stream().anyMatch(key::startsWith);
+      return OWN_PREFIXES.stream().anyMatch(key::startsWith) || OWN_KEYS.contains(key);
+    }
+
+    private static boolean isSchemaRegistry(String key) {
+      return key.startsWith("schema.registry.") || OWN_KEYS.contains(key);
+    }
+
+    /**
+     * The schema registry's settings as set, for the Avro serde. Under {@code avro.serde=confluent}
+     * they are validated ({@code schema.registry.url} is required) and their defaults shown in the
+     * settings line.
+     */
+    Map<String, String> schemaRegistry(String serde) {
+      Map<String, String> settings = new TreeMap<>();
+      for (String key : props.stringPropertyNames()) {
+        if (isSchemaRegistry(key)) {
+          settings.put(key, props.getProperty(key).trim());
+        }
+      }
+      if (serde.equals(CONFLUENT)) {
+        SchemaRegistrySettings.problems(settings).forEach(problems::add);
+        effective.put(
+            SchemaRegistrySettings.AUTO_REGISTER,
+            settings.getOrDefault(SchemaRegistrySettings.AUTO_REGISTER, "true"));
+        effective.put(
+            SchemaRegistrySettings.REQUEST_TIMEOUT,
+            settings.getOrDefault(
+                SchemaRegistrySettings.REQUEST_TIMEOUT,
+                String.valueOf(SchemaRegistrySettings.DEFAULT_REQUEST_TIMEOUT_MS)));
+      }
+      effective.putAll(settings);
+      return Collections.unmodifiableMap(settings);
     }
 
     String string(String key, String defaultValue) {

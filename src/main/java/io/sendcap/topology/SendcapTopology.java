@@ -12,6 +12,7 @@ import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.segment.SegmentLoader;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.serde.AvroSerdes;
+import io.sendcap.serde.ConfluentAvroSerde;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.time.InstantSource;
 import java.util.HashMap;
@@ -80,9 +81,12 @@ public final class SendcapTopology {
       MeterRegistry metrics) {
     Map<String, Object> props = new HashMap<>();
     config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
+    props.putAll(config.schemaRegistry());
     Serde<ScheduledSend> sends = AvroSerdes.of(ScheduledSend.class, config.avroSerde(), props);
     if (sends instanceof SingleObjectAvroSerde<ScheduledSend> singleObject) {
       config.writerSchemas().forEach(singleObject::addWriterSchema);
+    } else if (sends instanceof ConfluentAvroSerde<ScheduledSend> confluent) {
+      config.writerSchemas().forEach(confluent::addWriterSchema);
     }
     Serde<Delivery> deliveries = AvroSerdes.of(Delivery.class, config.avroSerde(), props);
     Serde<Suppression> suppressions = AvroSerdes.of(Suppression.class, config.avroSerde(), props);

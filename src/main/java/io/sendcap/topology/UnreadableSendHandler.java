@@ -1,17 +1,26 @@
 package io.sendcap.topology;
 
 import io.micrometer.core.instrument.Counter;
+import io.sendcap.serde.SchemaRegistryUnavailableException;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.streams.errors.ErrorHandlerContext;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The deserialization exception handler of the topology: a record that is not a send sendcap can
  * read goes to the dead-letter topic with the reason in its headers, is counted, and processing
  * continues.
+ *
+ * <p>A record that could not be read because the schema registry could not be reached is no bad
+ * record: it fails the stream thread instead, which is replaced and resumes from the last commit,
+ * so the record is read again, not lost.
  */
 public final class UnreadableSendHandler extends LogAndContinueExceptionHandler {
+  private static final Logger LOG = LoggerFactory.getLogger(UnreadableSendHandler.class);
+
   private Counter deadLetters;
 
   /** Creates the handler; Kafka Streams configures it with the dead-letter topic. */
@@ -26,6 +35,17 @@ public final class UnreadableSendHandler extends LogAndContinueExceptionHandler 
   @Override
   public Response handleError(
       ErrorHandlerContext context, ConsumerRecord<byte[], byte[]> record, Exception exception) {
+    for (Throwable t = exception; t != null; t = t.getCause()) {
+      if (t instanceof SchemaRegistryUnavailableException) {
+        LOG.warn(
+            "cannot read the record at {}-{} offset {}: {}; it is read again from the last commit",
+            record.topic(),
+            record.partition(),
+            record.offset(),
+            t.getMessage());
+        return Response.fail();
+      }
+    }
     deadLetters.increment();
     return super.handleError(context, record, exception);
   }

@@ -22,6 +22,8 @@ class SendcapConfigTest {
     assertThat(fromFile.streams()).isEqualTo(defaults.streams());
     assertThat(fromFile.maxSkew()).isEqualTo(defaults.maxSkew()).isEqualTo(Duration.ofDays(7));
     assertThat(fromFile.writerSchemas()).isEqualTo(defaults.writerSchemas()).isEmpty();
+    assertThat(fromFile.avroSerde()).isEqualTo(defaults.avroSerde()).isEqualTo("single-object");
+    assertThat(fromFile.schemaRegistry()).isEqualTo(defaults.schemaRegistry()).isEmpty();
     assertThat(fromFile.httpPort()).isEqualTo(defaults.httpPort()).isEqualTo(8080);
     assertThat(fromFile.liveness())
         .isEqualTo(defaults.liveness())
@@ -153,5 +155,84 @@ class SendcapConfigTest {
     p.remove("producer.transaction.timeout.ms");
     p.setProperty("processing.guarantee", "at_least_once");
     assertThat(SendcapConfig.from(p, "app").limiter().timeout()).hasMillis(5000);
+  }
+
+  @Test
+  void theConfluentSerdeRequiresASchemaRegistryUrl() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "confluent");
+
+    InvalidConfigException e =
+        catchThrowableOfType(InvalidConfigException.class, () -> SendcapConfig.from(p, "app"));
+
+    assertThat(e.problems())
+        .containsExactly(
+            "schema.registry.url=(missing) is invalid: one or more comma-separated http:// or"
+                + " https:// URLs of a schema registry with the Confluent-compatible API, required"
+                + " by avro.serde=confluent");
+  }
+
+  @Test
+  void schemaRegistrySettingsAreSendcapsOwnValidatedAndGoToTheSerdeOnly() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "confluent");
+    p.setProperty("schema.registry.url", "https://registry-1:8081, https://registry-2:8081");
+    p.setProperty("schema.registry.basic.auth.user.info", "sendcap:hunter2");
+    p.setProperty("auto.register.schemas", "false");
+
+    SendcapConfig c = SendcapConfig.from(p, "x");
+
+    assertThat(c.avroSerde()).isEqualTo(SendcapConfig.CONFLUENT);
+    assertThat(c.schemaRegistry())
+        .containsOnlyKeys(
+            "schema.registry.url", "schema.registry.basic.auth.user.info", "auto.register.schemas");
+    assertThat(c.streams())
+        .doesNotContainKeys(
+            "schema.registry.url", "schema.registry.basic.auth.user.info", "auto.register.schemas");
+    assertThat(c.describe())
+        .doesNotContain("hunter2")
+        .contains("schema.registry.basic.auth.user.info=[hidden]")
+        .contains("schema.registry.url=https://registry-1:8081, https://registry-2:8081")
+        .contains("auto.register.schemas=false")
+        .contains("schema.registry.request.timeout.ms=5000");
+  }
+
+  @Test
+  void badSchemaRegistryValuesFailNamingKeyValueAndWhatIsAllowed() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "confluent");
+    p.setProperty("schema.registry.url", "registry:8081");
+    p.setProperty("schema.registry.ulr", "http://registry:8081");
+    p.setProperty("auto.register.schemas", "no");
+    p.setProperty("schema.registry.basic.auth.user.info", "hunter2");
+
+    InvalidConfigException e =
+        catchThrowableOfType(InvalidConfigException.class, () -> SendcapConfig.from(p, "app"));
+
+    assertThat(e.problems())
+        .containsExactlyInAnyOrder(
+            "schema.registry.ulr=\"http://registry:8081\" is invalid: unknown key; see"
+                + " config/sendcap.properties",
+            "schema.registry.url=\"registry:8081\" is invalid: http://host:port or"
+                + " https://host:port, optionally with a path, comma-separated; credentials go in"
+                + " schema.registry.basic.auth.user.info",
+            "schema.registry.basic.auth.user.info=\"[hidden]\" is invalid: user:password",
+            "auto.register.schemas=\"no\" is invalid: true or false");
+    assertThat(e.getMessage()).doesNotContain("hunter2");
+  }
+
+  @Test
+  void aSerdeClassGetsTheSchemaRegistryKeysAsTheyAre() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "io.confluent.kafka.streams.serdes.avro.SpecificAvroSerde");
+    p.setProperty("schema.registry.url", "http://registry:8081");
+    p.setProperty("schema.registry.ssl.endpoint.identification.algorithm", "");
+
+    SendcapConfig c = SendcapConfig.from(p, "x");
+
+    assertThat(c.schemaRegistry())
+        .containsEntry("schema.registry.url", "http://registry:8081")
+        .containsKey("schema.registry.ssl.endpoint.identification.algorithm");
+    assertThat(c.streams()).doesNotContainKey("schema.registry.url");
   }
 }
