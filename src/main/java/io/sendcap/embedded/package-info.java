@@ -1,5 +1,6 @@
 /**
- * Real Kafka and Redis servers started from this JVM, for {@code demo} and integration tests on
- * machines without Docker: an in-process KRaft broker and {@code redis-server} child processes.
+ * Real Kafka, Redis and Schema Registry servers started from this JVM, for {@code demo}, {@code
+ * embedded} and integration tests on machines without Docker: an in-process KRaft broker, {@code
+ * redis-server} child processes and an Apicurio Registry child process.
  */
 package io.sendcap.embedded;

@@ -7,13 +7,16 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
+import io.sendcap.embedded.EmbeddedRegistry;
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.URI;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.StreamSupport;
@@ -23,8 +26,9 @@ import org.junit.jupiter.api.Test;
 /**
  * docker-compose.yml cannot be started on the build machines (no Docker engine), so it is kept
  * correct by reading it: the services sendcap is pointed at exist under those names and ports, the
- * settings it is given are keys the application knows with values it accepts, and the topics and
- * segments it needs are created and published.
+ * settings it is given are keys the application knows with values it accepts, the topics and
+ * segments it needs are created and published, and its Schema Registry is the one {@code embedded}
+ * runs.
  */
 class DockerComposeTest {
   private static JsonNode services;
@@ -44,7 +48,7 @@ class DockerComposeTest {
   void hasKafkaInKraftModeRedisTopicCreationAndSendcap() {
     assertThat(services.fieldNames())
         .toIterable()
-        .contains("kafka", "redis", "topics", "segments", "sendcap");
+        .contains("kafka", "redis", "schema-registry", "topics", "segments", "sendcap");
     JsonNode kafka = services.path("kafka").path("environment");
     assertThat(kafka.path("KAFKA_PROCESS_ROLES").asText()).isEqualTo("broker,controller");
     assertThat(kafka.has("KAFKA_ZOOKEEPER_CONNECT")).isFalse();
@@ -107,6 +111,23 @@ class DockerComposeTest {
                 + " --set bootstrap.servers=kafka:9092 --name $$s --ids config/segments/$$s.ids");
     assertThat(dependsOn("sendcap").path("segments").path("condition").asText())
         .isEqualTo("service_completed_successfully");
+  }
+
+  @Test
+  void theSchemaRegistryIsTheApicurioVersionTheBuildUnpacksForEmbedded() throws IOException {
+    Properties build = new Properties();
+    try (InputStream in =
+        DockerComposeTest.class.getResourceAsStream(
+            "/io/sendcap/embedded/schema-registry.properties")) {
+      build.load(in);
+    }
+    JsonNode registry = services.path("schema-registry");
+
+    assertThat(registry.path("image").asText())
+        .isEqualTo("apicurio/apicurio-registry-mem:" + build.getProperty("version"));
+    assertThat(strings(registry.path("ports"))).containsExactly("8081:8080");
+    assertThat(registry.path("environment").path("REGISTRY_RULES_GLOBAL_COMPATIBILITY").asText())
+        .isEqualTo(EmbeddedRegistry.DEFAULT_COMPATIBILITY);
   }
 
   private static JsonNode dependsOn(String service) {
