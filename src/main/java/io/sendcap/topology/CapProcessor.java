@@ -326,8 +326,9 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     if (inFlight == null) {
       return;
     }
+    // the batch stays in flight until it is settled: if waiting for it fails otherwise (a task
+    // corrupted), close() still accounts for its sends and forfeits its tokens
     InFlight batch = inFlight;
-    inFlight = null;
     List<Decision> decisions;
     try {
       decisions = batch.decisions().await();
@@ -340,6 +341,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
         batch.tokens().forfeit();
       }
       if (mode == SendcapConfig.FailureMode.BLOCK) {
+        inFlight = null;
         pending.putAll(batch.sends());
         backpressure.unavailable(e, pending.size());
         return;
@@ -349,6 +351,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
           batch.requests().size(),
           mode,
           e.getMessage());
+      inFlight = null;
       forward(batch, null, batch.tokens().refused());
       return;
     }
@@ -365,6 +368,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
       batch.tokens().settle(offset, decision);
     }
     secondChance(batch, decided, refused);
+    inFlight = null;
     forward(batch, decided, refused);
   }
 

@@ -1,6 +1,7 @@
 package io.sendcap.topology;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sendcap.avro.Channel;
@@ -10,6 +11,8 @@ import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.CapStore;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.QuotaCounters;
 import io.sendcap.limit.SlidingLogModel;
@@ -21,8 +24,12 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.Set;
+import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.errors.TaskCorruptedException;
+import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.api.MockProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -41,9 +48,9 @@ class CapProcessorReviveTest {
   private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
   private final Undecided undecided = new Undecided(metrics);
   private final SlidingLogModel model = new SlidingLogModel(Duration.ZERO);
-  private final CapProcessor processor = processor();
+  private final CapProcessor processor = processor(() -> model);
 
-  private CapProcessor processor() {
+  private CapProcessor processor(Supplier<CapStore> stores) {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", "unused:9092");
     p.setProperty("cap.clock", "event");
@@ -57,7 +64,7 @@ class CapProcessorReviveTest {
         config,
         policies,
         new SegmentRegistry(List.of()),
-        () -> model,
+        stores,
         InstantSource.fixed(T0),
         new GlobalQuotas(
             new QuotaCounters(), "s", InstantSource.fixed(T0), Duration.ofSeconds(5), metrics),
@@ -127,6 +134,40 @@ class CapProcessorReviveTest {
     after.scheduledPunctuators().get(0).getPunctuator().punctuate(later); // forwards it
 
     assertThat(decided(after)).containsExactly("m0", "m1", "m2", "m3", "m4");
+    assertThat(undecided.count()).as("sends read and not decided").isZero();
+  }
+
+  /**
+   * Waiting for a batch can fail with something other than the limiter being unreachable (Kafka
+   * Streams turns a timeout into a corrupted task): the batch is still in hand when the task
+   * closes, and counted as undecided until then.
+   */
+  @Test
+  void aBatchWhoseWaitFailsIsStillAccountedForWhenTheTaskCloses() {
+    CapStore corrupts =
+        new CapStore() {
+          @Override
+          public Pending submit(List<CapRequest> requests) {
+            return () -> {
+              throw new TaskCorruptedException(Set.of(new TaskId(2, 0)));
+            };
+          }
+
+          @Override
+          public void close() {}
+        };
+    CapProcessor failing = processor(() -> corrupts);
+    MockProcessorContext<byte[], SpecificRecord> context = freshTask();
+    failing.init(context);
+    process(failing, context, 0);
+    process(failing, context, 1); // a batch of two: flushed, in flight
+    process(failing, context, 2);
+    assertThatThrownBy(() -> process(failing, context, 3))
+        .isInstanceOf(TaskCorruptedException.class);
+    assertThat(undecided.count()).isEqualTo(4);
+
+    failing.close();
+
     assertThat(undecided.count()).as("sends read and not decided").isZero();
   }
 }
