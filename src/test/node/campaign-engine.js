@@ -53,7 +53,7 @@ function required(args, name) {
 }
 
 // mulberry32: a small seeded generator, so that a seed always gives the same blast.
-function random(seed) {
+function mulberry32(seed) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -74,7 +74,7 @@ const HOUR = 60 * MINUTE;
  * scheduled times); about one in fifty is a transactional send, scheduled any time in those days.
  */
 function blast(now, count, users, days, campaigns, seed) {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const pick = (list) => list[Math.floor(next() * list.length)];
   const starts = [];
   for (let c = 0; c < campaigns; c++) {
@@ -135,6 +135,8 @@ async function main() {
     brokers: bootstrap.split(','),
     logLevel: logLevel.WARN,
   });
+  // The default partitioner (murmur2 of the key, as Java's), named only to silence kafkajs's
+  // warning that its default changed in 2.0.
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
 

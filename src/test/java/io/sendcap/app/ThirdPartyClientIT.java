@@ -47,30 +47,28 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * sendcap between two programs it does not own, written with a third-party Kafka client and
- * Confluent's own JavaScript serializers ({@code src/test/node}: {@code kafkajs} and {@code
- * @confluentinc/schemaregistry}) against a real Schema Registry (Apicurio's Confluent-compatible
- * API): a campaign engine that registers its ScheduledSend schema and produces a blast scheduled up
- * to days ahead with the producer's defaults (records stamped when produced), and a delivery
- * worker that reads {@code deliveries} and {@code suppressed} to their end and decodes them with
+ * sendcap between two programs it does not own, written with third-party Kafka clients and
+ * Confluent's own serializers against a real Schema Registry (Apicurio's Confluent-compatible API):
+ * a campaign engine that registers its ScheduledSend schema and produces a blast scheduled up to
+ * days ahead with the producer's defaults (records stamped when produced), and a delivery worker
+ * that reads {@code deliveries} and {@code suppressed} to their end and decodes them with
  * Confluent's deserializer. Every send must be decided once, as the reference model of the caps
  * decides it, with the campaign engine's fields intact.
  *
- * <p>Needs {@code node} on the PATH and the packages of {@code src/test/node} installed ({@code npm
- * ci} there, as {@code .ci/run} does); without them the test is skipped, saying why, except under
- * {@code CI=true}, where it fails.
+ * <p>Two such pairs: in Node.js ({@code src/test/node}: {@code kafkajs} and {@code
+ * @confluentinc/schemaregistry}, from the npm registry), and in Python ({@code src/test/python}:
+ * Debian's {@code python3-confluent-kafka} with {@code python3-avro}). Each needs its runtime and
+ * packages ({@code .ci/run} installs them); without them its test is skipped, saying why, except
+ * under {@code CI=true}, where it fails.
  */
 class ThirdPartyClientIT {
   private static final Logger LOG = LoggerFactory.getLogger(ThirdPartyClientIT.class);
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Path NODE_PROJECT = Path.of("src", "test", "node");
   private static final Path OUTPUT = Path.of("target", "third-party-client");
-  private static final List<String> NODE_MODULES =
-      List.of("kafkajs", "@confluentinc/schemaregistry");
 
   /**
-   * The variables of this process's environment the Node scripts inherit: proxy settings, which the
-   * registry client would honour for a loopback registry, are not among them.
+   * The variables of this process's environment the scripts inherit: proxy settings, which the
+   * registry clients would honour for a loopback registry, are not among them.
    */
   private static final Set<String> INHERITED_ENVIRONMENT =
       Set.of("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR");
@@ -80,29 +78,20 @@ class ThirdPartyClientIT {
   private static final int USERS = 200;
   private static final int DAYS = 3;
   private static final int SEED = 14;
-  private static final String INPUT = "campaign-sends";
-  private static final String DELIVERIES = "deliveries";
-  private static final String SUPPRESSED = "suppressed";
-  private static final String DLQ = "campaign-sends-dlq";
 
-  private static Path node;
-  private static String cannotRun;
+  private static Client node;
+  private static Client python;
   private static TestKafka kafka;
   private static EmbeddedRegistry registry;
-  private static EmbeddedRedis redis;
   @TempDir static Path dir;
 
   private final CapScenario scenario = new CapScenario();
 
   @BeforeAll
   static void start() throws IOException {
-    node = findNode();
-    cannotRun = whyNodeCannotRun(node);
-    if (cannotRun != null) {
-      if ("true".equals(System.getenv("CI"))) {
-        fail("ThirdPartyClientIT cannot run under CI: " + cannotRun);
-      }
-      System.out.println("ThirdPartyClientIT skipped: " + cannotRun);
+    node = Client.node();
+    python = Client.python();
+    if (node.cannotRun() != null && python.cannotRun() != null && !underCi()) {
       return;
     }
     // The registry is a child JVM: it starts while this one starts the broker.
@@ -110,8 +99,6 @@ class ThirdPartyClientIT {
         CompletableFuture.supplyAsync(EmbeddedRegistry::start);
     try {
       kafka = TestKafka.start();
-      kafka.createTopics(4, INPUT, DELIVERIES, SUPPRESSED, DLQ);
-      redis = EmbeddedRedis.start();
     } finally {
       registry = registryStarting.join();
     }
@@ -125,9 +112,6 @@ class ThirdPartyClientIT {
     if (registry != null) {
       registry.close();
     }
-    if (redis != null) {
-      redis.close();
-    }
     if (kafka != null) {
       kafka.close();
     }
@@ -136,28 +120,72 @@ class ThirdPartyClientIT {
   @Test
   void aNodeCampaignEngineAndDeliveryWorkerWithConfluentsSerializersSeeEverySendDecidedByTheCaps()
       throws IOException {
-    Assumptions.assumeTrue(cannotRun == null, () -> "skipped: " + cannotRun);
-    Properties settings =
-        CapScenario.settings(dir, kafka.bootstrapServers(), redis.uri(), "sendcap-node-client");
-    settings.setProperty("avro.serde", "confluent");
-    settings.setProperty("schema.registry.url", registry.url());
-    SendcapConfig config = CapScenario.config(settings, "");
-    Path manifest = OUTPUT.resolve("campaign-engine-sends.jsonl");
+    checkDecidedAsTheModelSays(node);
+  }
 
-    NodeRun engine;
+  @Test
+  void aPythonCampaignEngineAndDeliveryWorkerWithConfluentsSerializersSeeEverySendDecidedByTheCaps()
+      throws IOException {
+    checkDecidedAsTheModelSays(python);
+  }
+
+  /**
+   * Runs the client's campaign engine into sendcap, then its delivery worker, on topics of their
+   * own ({@code campaign-sends-node}, {@code deliveries-node}, ...) and a Redis of their own, and
+   * checks what the worker read.
+   */
+  private void checkDecidedAsTheModelSays(Client client) throws IOException {
+    if (client.cannotRun() != null) {
+      if (underCi()) {
+        fail(
+            "ThirdPartyClientIT cannot run the %s clients under CI: %s",
+            client, client.cannotRun());
+      }
+      System.out.printf(
+          "ThirdPartyClientIT: the %s clients skipped: %s%n", client, client.cannotRun());
+      Assumptions.abort(client.cannotRun());
+    }
+    String input = "campaign-sends-" + client.name();
+    String deliveries = "deliveries-" + client.name();
+    String suppressed = "suppressed-" + client.name();
+    String dlq = input + "-dlq";
+    kafka.createTopics(4, input, deliveries, suppressed, dlq);
+    try (EmbeddedRedis redis = EmbeddedRedis.start()) {
+      Properties settings =
+          CapScenario.settings(
+              dir, kafka.bootstrapServers(), redis.uri(), "sendcap-" + client.name());
+      settings.setProperty("avro.serde", "confluent");
+      settings.setProperty("schema.registry.url", registry.url());
+      settings.setProperty("topic.input", input);
+      settings.setProperty("topic.deliveries", deliveries);
+      settings.setProperty("topic.suppressed", suppressed);
+      settings.setProperty("topic.dlq", dlq);
+      SendcapConfig config = CapScenario.config(settings, "");
+      check(client, config);
+    }
+  }
+
+  private void check(Client client, SendcapConfig config) throws IOException {
+    String input = config.topics().input();
+    String deliveries = config.topics().deliveries();
+    String suppressed = config.topics().suppressed();
+    String dlq = config.topics().deadLetters();
+    Path manifest = OUTPUT.resolve(client.name() + "-campaign-engine-sends.jsonl");
+
+    ScriptRun engine;
     List<ConsumerRecord<byte[], byte[]>> decided;
     try (SendcapApp app = SendcapApp.start(config);
         TopicReader outputs =
-            new TopicReader(kafka.bootstrapServers(), DELIVERIES, SUPPRESSED, DLQ)) {
+            new TopicReader(kafka.bootstrapServers(), deliveries, suppressed, dlq)) {
       engine =
-          runNode(
-              "campaign-engine",
+          client.run(
+              Client.Script.CAMPAIGN_ENGINE,
               "--bootstrap",
               kafka.bootstrapServers(),
               "--registry",
               registry.url(),
               "--topic",
-              INPUT,
+              input,
               "--count",
               Integer.toString(SENDS),
               "--users",
@@ -179,10 +207,10 @@ class ThirdPartyClientIT {
     // records in the Confluent framing, stamped by the producer at the time it produced them.
     JsonNode registered = engine.event("schema");
     JsonNode produced = engine.event("produced");
-    assertThat(registered.path("subject").asText()).isEqualTo(INPUT + "-value");
+    assertThat(registered.path("subject").asText()).isEqualTo(input + "-value");
     int inputSchemaId = registered.path("id").asInt();
     assertThat(produced.path("schemaId").asInt()).isEqualTo(inputSchemaId);
-    assertInputStampedAtProduceTime(produced, inputSchemaId);
+    assertInputStampedAtProduceTime(input, produced, inputSchemaId);
 
     List<JsonNode> sends = readJsonLines(manifest);
     assertThat(sends).hasSize(SENDS);
@@ -191,26 +219,26 @@ class ThirdPartyClientIT {
         .isGreaterThan(
             Instant.parse(produced.path("producedTo").asText()).toEpochMilli()
                 + Duration.ofDays(DAYS - 1).toMillis());
-    assertThat(decided.stream().filter(r -> r.topic().equals(DLQ))).as("dead letters").isEmpty();
+    assertThat(decided.stream().filter(r -> r.topic().equals(dlq))).as("dead letters").isEmpty();
 
     // The delivery worker reads the outputs to their end, once sendcap has stopped.
-    NodeRun worker =
-        runNode(
-            "delivery-worker",
+    ScriptRun worker =
+        client.run(
+            Client.Script.DELIVERY_WORKER,
             "--bootstrap",
             kafka.bootstrapServers(),
             "--registry",
             registry.url(),
             "--topics",
-            DELIVERIES + "," + SUPPRESSED);
-    Files.write(OUTPUT.resolve("delivery-worker.jsonl"), worker.stdout());
+            deliveries + "," + suppressed);
+    Files.write(OUTPUT.resolve(client.name() + "-delivery-worker.jsonl"), worker.stdout());
     worker.log(4);
     assertThat(worker.exitCode()).as("delivery worker's exit code").isZero();
     JsonNode end = worker.event("end");
     assertThat(end.path("reachedEnd").asBoolean()).as("reached the end offsets").isTrue();
     assertThat(end.path("errors").asInt()).as("records it could not decode").isZero();
     List<JsonNode> read = worker.records();
-    LOG.info("delivery worker's outcomes: {}", summary(read));
+    LOG.info("{} delivery worker's outcomes: {}", client, summary(read));
 
     Map<String, List<JsonNode>> byId =
         read.stream()
@@ -269,20 +297,20 @@ class ThirdPartyClientIT {
                     r -> r.path("topic").asText(),
                     TreeMap::new,
                     Collectors.mapping(r -> r.path("schemaId").asInt(), Collectors.toSet())));
-    assertThat(schemaIds.keySet()).containsExactly(DELIVERIES, SUPPRESSED);
+    assertThat(schemaIds.keySet()).containsExactlyInAnyOrder(deliveries, suppressed);
     schemaIds.values().forEach(ids -> assertThat(ids).hasSize(1).doesNotContain(inputSchemaId));
-    assertThat(schemaIds.get(DELIVERIES)).doesNotContainAnyElementsOf(schemaIds.get(SUPPRESSED));
+    assertThat(schemaIds.get(deliveries)).doesNotContainAnyElementsOf(schemaIds.get(suppressed));
   }
 
   /**
    * Checks that the input records are those the engine announced: in the Confluent framing with its
    * schema id, each stamped by the producer within the time it was producing.
    */
-  private void assertInputStampedAtProduceTime(JsonNode produced, int schemaId) {
+  private void assertInputStampedAtProduceTime(String topic, JsonNode produced, int schemaId) {
     long from = Instant.parse(produced.path("producedFrom").asText()).toEpochMilli();
     long to = Instant.parse(produced.path("producedTo").asText()).toEpochMilli();
     List<ConsumerRecord<byte[], byte[]>> input;
-    try (TopicReader reader = new TopicReader(kafka.bootstrapServers(), INPUT)) {
+    try (TopicReader reader = new TopicReader(kafka.bootstrapServers(), topic)) {
       input = reader.readToEnd(Duration.ofMinutes(1));
     }
     assertThat(input).hasSize(SENDS);
@@ -403,8 +431,159 @@ class ThirdPartyClientIT {
         + (r.path("capWindow").isNull() ? "" : " " + r.path("capWindow").asText());
   }
 
-  /** What a Node script printed: JSON lines on its standard output, anything on its error. */
-  private record NodeRun(
+  /**
+   * A pair of third-party programs, a campaign engine and a delivery worker, run by {@code
+   * interpreter} from {@code dir}; {@code cannotRun} says why they cannot run here, or is null.
+   */
+  private record Client(String name, Path interpreter, Path dir, String cannotRun) {
+    enum Script {
+      CAMPAIGN_ENGINE,
+      DELIVERY_WORKER
+    }
+
+    private static final Path NODE_PROJECT = Path.of("src", "test", "node");
+    private static final Path PYTHON_PROJECT = Path.of("src", "test", "python");
+    private static final List<String> NODE_MODULES =
+        List.of("kafkajs", "@confluentinc/schemaregistry");
+
+    /**
+     * The Node.js clients: {@code node} from the PATH, the packages installed by {@code npm ci}.
+     */
+    static Client node() {
+      Path node = onPath("node");
+      String cannotRun = null;
+      if (node == null) {
+        cannotRun = "node is not on the PATH (install Node.js 20 or later)";
+      } else {
+        List<String> absent =
+            NODE_MODULES.stream()
+                .filter(m -> !Files.isDirectory(NODE_PROJECT.resolve("node_modules").resolve(m)))
+                .toList();
+        if (!absent.isEmpty()) {
+          cannotRun =
+              "the Node packages "
+                  + absent
+                  + " are not installed in "
+                  + NODE_PROJECT
+                  + " (run `npm ci` there, as .ci/run does)";
+        }
+      }
+      return new Client("node", node, NODE_PROJECT, cannotRun);
+    }
+
+    /**
+     * The Python clients: Debian's {@code /usr/bin/python3} (where its {@code python3-*} packages
+     * are), else the first {@code python3} on the PATH, that imports {@code confluent_kafka.avro}.
+     */
+    static Client python() {
+      List<Path> candidates = new ArrayList<>();
+      candidates.add(Path.of("/usr/bin/python3"));
+      Path onPath = onPath("python3");
+      if (onPath != null) {
+        candidates.add(onPath);
+      }
+      for (Path python : candidates) {
+        if (Files.isExecutable(python) && imports(python)) {
+          return new Client("python", python, PYTHON_PROJECT, null);
+        }
+      }
+      return new Client(
+          "python",
+          null,
+          PYTHON_PROJECT,
+          "no python3 of "
+              + candidates
+              + " imports confluent_kafka.avro, avro and requests (apt-get install python3-confluent-kafka"
+              + " python3-avro python3-requests, as .ci/run does)");
+    }
+
+    private static boolean imports(Path python) {
+      try {
+        Process p =
+            new ProcessBuilder(
+                    python.toString(), "-c", "import confluent_kafka.avro, avro, requests")
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+          p.destroyForcibly().waitFor();
+          return false;
+        }
+        return p.exitValue() == 0;
+      } catch (IOException e) {
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+
+    private static Path onPath(String executable) {
+      for (String entry : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+        Path candidate = Path.of(entry.isEmpty() ? "." : entry, executable);
+        if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
+          return candidate.toAbsolutePath();
+        }
+      }
+      return null;
+    }
+
+    private String file(Script script) {
+      return switch (script) {
+        case CAMPAIGN_ENGINE -> name.equals("node") ? "campaign-engine.js" : "campaign_engine.py";
+        case DELIVERY_WORKER -> name.equals("node") ? "delivery-worker.js" : "delivery_worker.py";
+      };
+    }
+
+    /**
+     * Runs one of the client's scripts, waiting for it to exit (killing it after {@link
+     * #SCRIPT_TIMEOUT}).
+     */
+    ScriptRun run(Script script, String... args) throws IOException {
+      String file = file(script);
+      List<String> command = new ArrayList<>(List.of(interpreter.toString(), file));
+      command.addAll(List.of(args));
+      Path out = Files.createTempFile(ThirdPartyClientIT.dir, file, ".out");
+      Path err = Files.createTempFile(ThirdPartyClientIT.dir, file, ".err");
+      ProcessBuilder builder =
+          new ProcessBuilder(command)
+              .directory(dir.toFile())
+              .redirectOutput(out.toFile())
+              .redirectError(err.toFile());
+      builder.environment().keySet().retainAll(INHERITED_ENVIRONMENT);
+      long started = System.nanoTime();
+      Process process = builder.start();
+      LOG.info("running {} {} (pid {})", interpreter.getFileName(), file, process.pid());
+      try {
+        if (!process.waitFor(SCRIPT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+          process.destroyForcibly().waitFor();
+          fail(
+              "%s did not exit within %s; it printed:%n%s%n%s",
+              file, SCRIPT_TIMEOUT, Files.readString(out), Files.readString(err));
+        }
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while " + file + " ran", e);
+      }
+      return new ScriptRun(
+          file,
+          process.exitValue(),
+          Files.readAllLines(out, StandardCharsets.UTF_8).stream()
+              .filter(l -> !l.isBlank())
+              .toList(),
+          Files.readString(err, StandardCharsets.UTF_8),
+          Duration.ofNanos(System.nanoTime() - started));
+    }
+
+    @Override
+    public String toString() {
+      return name.equals("node") ? "Node.js" : "Python";
+    }
+  }
+
+  /** What a script printed: JSON lines on its standard output, anything on its error. */
+  private record ScriptRun(
       String script, int exitCode, List<String> stdout, String stderr, Duration took) {
     /** The summary line of the given {@code event}. */
     JsonNode event(String event) {
@@ -434,7 +613,7 @@ class ThirdPartyClientIT {
     /** Logs the output: all of it, or the first and last {@code edge} lines of a long one. */
     void log(int edge) {
       LOG.info(
-          "node {}.js exited with {} after {} ms; {} lines of output:",
+          "{} exited with {} after {} ms; {} lines of output:",
           script,
           exitCode,
           took.toMillis(),
@@ -447,47 +626,9 @@ class ThirdPartyClientIT {
         }
       }
       if (!stderr.isBlank()) {
-        LOG.info("{}.js on its standard error:\n{}", script, stderr.strip());
+        LOG.info("{} on its standard error:\n{}", script, stderr.strip());
       }
     }
-  }
-
-  /**
-   * Runs {@code src/test/node/<script>.js} with {@code node}, waiting for it to exit (killing it
-   * after {@link #SCRIPT_TIMEOUT}).
-   */
-  private static NodeRun runNode(String script, String... args) throws IOException {
-    List<String> command = new ArrayList<>(List.of(node.toString(), script + ".js"));
-    command.addAll(List.of(args));
-    Path out = Files.createTempFile(dir, script, ".out");
-    Path err = Files.createTempFile(dir, script, ".err");
-    ProcessBuilder builder =
-        new ProcessBuilder(command)
-            .directory(NODE_PROJECT.toFile())
-            .redirectOutput(out.toFile())
-            .redirectError(err.toFile());
-    builder.environment().keySet().retainAll(INHERITED_ENVIRONMENT);
-    long started = System.nanoTime();
-    Process process = builder.start();
-    LOG.info("running node {}.js (pid {})", script, process.pid());
-    try {
-      if (!process.waitFor(SCRIPT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
-        process.destroyForcibly().waitFor();
-        fail(
-            "node %s.js did not exit within %s; it printed:%n%s%n%s",
-            script, SCRIPT_TIMEOUT, Files.readString(out), Files.readString(err));
-      }
-    } catch (InterruptedException e) {
-      process.destroyForcibly();
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while node " + script + ".js ran", e);
-    }
-    return new NodeRun(
-        script,
-        process.exitValue(),
-        Files.readAllLines(out, StandardCharsets.UTF_8).stream().filter(l -> !l.isBlank()).toList(),
-        Files.readString(err, StandardCharsets.UTF_8),
-        Duration.ofNanos(System.nanoTime() - started));
   }
 
   private static List<JsonNode> readJsonLines(Path file) {
@@ -504,36 +645,7 @@ class ThirdPartyClientIT {
     }
   }
 
-  /** Returns {@code node} from the PATH, or null if it is not there. */
-  private static Path findNode() {
-    for (String entry : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-      Path candidate = Path.of(entry.isEmpty() ? "." : entry, "node");
-      if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
-        return candidate.toAbsolutePath();
-      }
-    }
-    return null;
-  }
-
-  /**
-   * Why the Node scripts cannot run: {@code node} is not on the PATH, or the packages of {@code
-   * src/test/node} are not installed; null if they can.
-   */
-  private static String whyNodeCannotRun(Path node) {
-    if (node == null) {
-      return "node is not on the PATH (install Node.js 20 or later)";
-    }
-    List<String> absent =
-        NODE_MODULES.stream()
-            .filter(m -> !Files.isDirectory(NODE_PROJECT.resolve("node_modules").resolve(m)))
-            .toList();
-    if (!absent.isEmpty()) {
-      return "the Node packages "
-          + absent
-          + " are not installed in "
-          + NODE_PROJECT
-          + " (run `npm ci` there, as .ci/run does)";
-    }
-    return null;
+  private static boolean underCi() {
+    return "true".equals(System.getenv("CI"));
   }
 }
