@@ -147,12 +147,13 @@ class SendcapTopologyTest {
         .build();
   }
 
-  /** Pipes a send as the campaign engine produces it: at its scheduled time. */
+  /**
+   * Pipes a send as a campaign engine produces it: ahead of when it is due, stamped with the time
+   * it is produced, T0 on this test's clock.
+   */
   private void pipe(ScheduledSend s) {
     input.pipeInput(
-        String.valueOf(s.getUserId()).getBytes(StandardCharsets.UTF_8),
-        sends.encode(s),
-        s.getScheduledAt());
+        String.valueOf(s.getUserId()).getBytes(StandardCharsets.UTF_8), sends.encode(s), T0);
   }
 
   /**
