@@ -9,14 +9,13 @@ import java.util.SplittableRandom;
 
 /**
  * A generated campaign blast: {@code sends} sends to users drawn uniformly from {@code users} ids,
- * scheduled evenly over a week of campaigns, with a few transactional sends and, at {@code
- * poisonRate}, records that are not Avro at all.
+ * scheduled evenly over a week of campaigns from {@code start}, with a few transactional sends and,
+ * at {@code poisonRate}, records that are not Avro at all.
  */
 final class Blast {
   /** The first user id of the generated population. */
   static final long FIRST_USER = 10_000_000L;
 
-  private static final Instant START = Instant.parse("2026-11-02T00:00:00Z");
   private static final Duration SPAN = Duration.ofDays(7);
   private static final int CAMPAIGNS = 20;
   private static final Channel[] CHANNELS = {
@@ -36,8 +35,10 @@ final class Blast {
   private final int users;
   private final double poisonRate;
   private final SplittableRandom random;
+  private final Instant start;
 
-  Blast(int sends, int users, double poisonRate, long seed) {
+  Blast(int sends, int users, double poisonRate, long seed, Instant start) {
+    this.start = start;
     this.sends = sends;
     this.users = users;
     this.poisonRate = poisonRate;
@@ -57,7 +58,7 @@ final class Blast {
   /** The {@code index}-th send of the blast. */
   ScheduledSend send(int index) {
     long user = FIRST_USER + random.nextInt(users);
-    Instant at = START.plusMillis(SPAN.toMillis() * index / sends);
+    Instant at = start.plusMillis(SPAN.toMillis() * index / sends);
     return ScheduledSend.newBuilder()
         .setMessageId("demo-" + index)
         .setCampaignId("campaign-" + (index * (long) CAMPAIGNS / sends))

@@ -8,6 +8,8 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -27,8 +29,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * A generated campaign blast driven against a broker: the segments of its users published, its
  * sends produced, and the records they lead to awaited on output topics, with a progress bar.
  *
- * <p>Shared by {@code demo} and {@code bench pipeline}. Two drivers with the same options produce
- * the same records, byte for byte.
+ * <p>Shared by {@code demo} and {@code bench pipeline}. The sends are scheduled over the week from
+ * the start of the current UTC day and produced as a campaign engine produces them, stamped with
+ * the time they are produced. Every blast a driver produces is the same, byte for byte; two drivers
+ * with the same options made the same UTC day produce the same records.
  */
 public final class BlastDriver {
   /** How long awaiting output tolerates no new record before it gives up. */
@@ -41,6 +45,7 @@ public final class BlastDriver {
   private final double poisonRate;
   private final long seed;
   private final PrintStream progress;
+  private final Instant start;
 
   /**
    * Creates a driver of {@code sends} sends to {@code users} users, a share {@code poisonRate} of
@@ -52,11 +57,15 @@ public final class BlastDriver {
     this.poisonRate = poisonRate;
     this.seed = seed;
     this.progress = progress;
+    // Scheduled from the start of today: at most a day behind and less than a week ahead of when
+    // they are produced, so within cap.max-skew.ms (7 days) of their records' timestamps. A fixed
+    // date would fall outside it as the calendar moves on, and go to the dead-letter topic.
+    this.start = Instant.now().truncatedTo(ChronoUnit.DAYS);
   }
 
   /**
    * The properties a blast runs sendcap with on embedded servers: the event clock (decisions do not
-   * depend on when the blast runs) and batches of 1,000 sends; everything else at its default.
+   * depend on how fast the blast runs) and batches of 1,000 sends; everything else at its default.
    */
   public static Properties appProperties(
       String applicationId,
@@ -106,7 +115,7 @@ public final class BlastDriver {
    * the keys and values produced.
    */
   public long produce(String bootstrapServers, String topic) {
-    Blast blast = new Blast(sends, users, poisonRate, seed);
+    Blast blast = new Blast(sends, users, poisonRate, seed, start);
     SingleObjectAvroSerde<ScheduledSend> serde = new SingleObjectAvroSerde<>(ScheduledSend.class);
     Map<String, Object> conf =
         Map.of(
@@ -126,9 +135,8 @@ public final class BlastDriver {
         ScheduledSend send = blast.send(i);
         byte[] key = Long.toString(send.getUserId()).getBytes(StandardCharsets.UTF_8);
         byte[] value = poison ? Blast.poison(i) : serde.encode(send);
-        // Produced as the campaign engine would: at the send's scheduled time.
-        long timestamp = send.getScheduledAt().toEpochMilli();
-        producer.send(new ProducerRecord<>(topic, null, timestamp, key, value));
+        // Produced as a campaign engine's producer does by default: stamped when produced.
+        producer.send(new ProducerRecord<>(topic, key, value));
         bytes += key.length + value.length;
       }
       producer.flush();

@@ -34,8 +34,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>It is built from the broker of {@code kafka_2.13}, not from Kafka's test kit, so that {@code
  * demo} can use it at run time. Internal topics have one replica, so transactions (exactly-once)
- * work. {@link #stop()} and {@link #restart()} keep the ports and the data, for broker-restart
- * fault tests.
+ * work. Record timestamps and retention are a production broker's defaults: records stamped more
+ * than an hour ahead are refused ({@code log.message.timestamp.after.max.ms}) and those older than
+ * seven days deleted ({@code log.retention.hours}), so what works here works on a real cluster.
+ * {@link #stop()} and {@link #restart()} keep the ports and the data, for broker-restart fault
+ * tests.
  */
 public final class EmbeddedKafka implements AutoCloseable {
   /** How long {@link #start(Path)} and {@link #restart()} wait for the broker to accept clients. */
@@ -219,9 +222,6 @@ public final class EmbeddedKafka implements AutoCloseable {
         Map.entry("group.initial.rebalance.delay.ms", "0"),
         Map.entry("num.partitions", "1"),
         Map.entry("auto.create.topics.enable", "false"),
-        // Sends carry their scheduled time as record timestamp, weeks back for a replayed or
-        // generated blast; time-based retention would delete such records as they arrive.
-        Map.entry("log.retention.ms", "-1"),
         // The log cleaner allocates this buffer up front; Kafka's default is 128 MiB.
         Map.entry("log.cleaner.dedupe.buffer.size", "2097152"));
   }

@@ -3,6 +3,7 @@ package io.sendcap.topology;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
+import io.sendcap.avro.internal.PendingHeader;
 import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policy;
@@ -25,6 +26,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.streams.processor.Cancellable;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -38,7 +42,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Decides the sends of one task in micro-batches: one pipelined round trip to the cap store per
  * batch (two when a global cap runs out in it; see {@link #secondChance}), outputs forwarded in
- * input order.
+ * input order, each with its input record's key, timestamp and headers.
  *
  * <p>No loss: a send is put in a changelogged store keyed by its input offset before {@code
  * process()} returns, and deleted only after its decision has been forwarded from the stream
@@ -151,7 +155,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
             record.key() == null ? null : ByteBuffer.wrap(record.key()),
             record.timestamp(),
             segment == null ? Policy.DEFAULT : segment,
-            send);
+            send,
+            headersOf(record.headers()));
     if (pending.isEmpty()) {
       oldestPendingSince = context.currentSystemTimeMs();
     }
@@ -476,9 +481,30 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     undecided.remove(batch.sends().size());
   }
 
+  /**
+   * Forwards one output of a send with the input record's timestamp and headers: tracing and
+   * correlation ids travel in headers, and a decision is often forwarded from the punctuator, where
+   * no input record's headers are at hand, so they are kept with the send in the buffer.
+   */
   private void emit(PendingSend p, SpecificRecord out) {
     meters.count(p.getSegment(), p.getSend().getChannel(), out);
-    context.forward(new Record<>(key(p), out, p.getTimestamp()));
+    context.forward(new Record<>(key(p), out, p.getTimestamp(), headers(p)));
+  }
+
+  private static List<PendingHeader> headersOf(Headers headers) {
+    List<PendingHeader> kept = new ArrayList<>();
+    for (Header h : headers) {
+      kept.add(new PendingHeader(h.key(), h.value() == null ? null : ByteBuffer.wrap(h.value())));
+    }
+    return kept;
+  }
+
+  private static Headers headers(PendingSend p) {
+    RecordHeaders headers = new RecordHeaders();
+    for (PendingHeader h : p.getHeaders()) {
+      headers.add(h.getKey(), h.getValue() == null ? null : bytes(h.getValue()));
+    }
+    return headers;
   }
 
   private CapRequest request(PendingSend p, Policy policy, long now, long timeFloor) {
@@ -507,12 +533,12 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   }
 
   private static byte[] key(PendingSend p) {
-    ByteBuffer key = p.getKey();
-    if (key == null) {
-      return null;
-    }
-    byte[] bytes = new byte[key.remaining()];
-    key.duplicate().get(bytes);
+    return p.getKey() == null ? null : bytes(p.getKey());
+  }
+
+  private static byte[] bytes(ByteBuffer buffer) {
+    byte[] bytes = new byte[buffer.remaining()];
+    buffer.duplicate().get(bytes);
     return bytes;
   }
 

@@ -24,8 +24,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -34,6 +36,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import java.util.function.ToLongFunction;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -63,7 +66,13 @@ final class CapScenario {
         min-interval: 1m
       """;
 
-  private static final Instant T0 = Instant.parse("2026-11-02T06:00:00Z");
+  /**
+   * When the blasts start: this hour. Records are stamped when they are produced, as a campaign
+   * engine's producer stamps them, and a send's scheduledAt must be within cap.max-skew.ms (7 days)
+   * of that; a fixed date would drift out of it as the calendar moves on.
+   */
+  static final Instant T0 = Instant.now().truncatedTo(ChronoUnit.HOURS);
+
   private static final Duration SPAN = Duration.ofHours(20);
 
   final Policies policies = Policies.parse(POLICIES, "test");
@@ -114,6 +123,15 @@ final class CapScenario {
    */
   List<ProducerRecord<byte[], byte[]>> records(
       String topic, int count, int users, int poison, int resent, long seed) {
+    return records(topic, count, users, poison, resent, seed, SPAN);
+  }
+
+  /**
+   * The input records of {@link #records(String, int, int, int, int, long)}, scheduled over {@code
+   * span} from {@link #T0} instead of 20 hours.
+   */
+  List<ProducerRecord<byte[], byte[]>> records(
+      String topic, int count, int users, int poison, int resent, long seed, Duration span) {
     SplittableRandom random = new SplittableRandom(seed);
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     List<ScheduledSend> sent = new ArrayList<>();
@@ -135,7 +153,7 @@ final class CapScenario {
                 .setUserId(user)
                 .setChannel(Channel.values()[random.nextInt(Channel.values().length)])
                 .setScheduledAt(
-                    T0.plusMillis(SPAN.toMillis() * i / count - random.nextLong(120_000)))
+                    T0.plusMillis(span.toMillis() * i / count - random.nextLong(120_000)))
                 .setTransactional(random.nextInt(100) == 0)
                 .build();
         sent.add(send);
@@ -146,11 +164,12 @@ final class CapScenario {
   }
 
   /**
-   * The record of a send as the campaign engine produces it: keyed by user, at its scheduled time.
+   * The record of a send as a campaign engine produces it: keyed by user, without a timestamp, so
+   * that the producer stamps it with the time it is produced (a broker refuses records stamped more
+   * than an hour ahead, and deletes those older than the retention, 7 days by default).
    */
   static ProducerRecord<byte[], byte[]> record(String topic, ScheduledSend send, byte[] value) {
-    return new ProducerRecord<>(
-        topic, null, send.getScheduledAt().toEpochMilli(), key(send.getUserId()), value);
+    return new ProducerRecord<>(topic, key(send.getUserId()), value);
   }
 
   private static byte[] key(long user) {
@@ -268,16 +287,57 @@ final class CapScenario {
     assertThat(actual).isEqualTo(expected);
   }
 
+  /**
+   * Checks every decision against the reference model of the rules, send by send, each send decided
+   * at the time its output says it was ({@code decidedAt}), as under the wall clock. A send in the
+   * input more than once is decided at its outputs' times in turn, the earliest first: one user's
+   * sends are decided in input order.
+   */
+  void assertDecisionsMatchTheModelAtTheirDecisionTimes(
+      List<ScheduledSend> input, List<Outcome> outcomes, Duration retention) {
+    Map<String, List<Long>> times = new HashMap<>();
+    for (Outcome o : outcomes) {
+      Instant decidedAt =
+          o.detail() instanceof Delivery d
+              ? d.getDecidedAt()
+              : ((Suppression) o.detail()).getDecidedAt();
+      times.computeIfAbsent(o.messageId(), id -> new ArrayList<>()).add(decidedAt.toEpochMilli());
+    }
+    times.values().forEach(Collections::sort);
+    Map<String, Integer> seen = new HashMap<>();
+    Map<String, String> expected =
+        expectedByTheModel(
+            input,
+            retention,
+            s ->
+                times.get(s.getMessageId()).get(seen.merge(s.getMessageId(), 1, Integer::sum) - 1));
+    Map<String, String> actual = new HashMap<>();
+    for (Outcome o : outcomes) {
+      if (o.detail() instanceof Suppression s) {
+        actual.putIfAbsent(o.messageId(), describe(s));
+      } else if (o.allowed()) {
+        actual.putIfAbsent(o.messageId(), "allowed");
+      }
+    }
+    assertThat(actual).isEqualTo(expected);
+  }
+
   private Map<String, String> expectedByTheModel(List<ScheduledSend> input, Duration retention) {
+    return expectedByTheModel(input, retention, s -> s.getScheduledAt().toEpochMilli());
+  }
+
+  /** The model's decisions of the sends in input order, each at {@code decisionTime}. */
+  private Map<String, String> expectedByTheModel(
+      List<ScheduledSend> input, Duration retention, ToLongFunction<ScheduledSend> decisionTime) {
     SlidingLogModel model = new SlidingLogModel(retention);
     Map<String, String> expected = new HashMap<>();
     for (ScheduledSend s : input) {
       Policy policy = policyOf(s.getUserId());
+      long now = decisionTime.applyAsLong(s);
       if (s.getTransactional()) {
         expected.putIfAbsent(s.getMessageId(), "allowed");
         continue;
       }
-      long now = s.getScheduledAt().toEpochMilli();
       Decision d =
           model.decide(
               new CapRequest(s.getUserId(), s.getMessageId(), now, policy, s.getChannel(), null));

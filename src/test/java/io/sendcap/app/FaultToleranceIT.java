@@ -337,7 +337,6 @@ class FaultToleranceIT {
 
     private static ProducerRecord<byte[], byte[]> poison(
         Poison kind, ProducerRecord<byte[], byte[]> r, ScheduledSend send, int i) {
-      long timestamp = r.timestamp();
       String id = "poison-" + kind + "-" + i;
       byte[] value =
           switch (kind) {
@@ -362,12 +361,15 @@ class FaultToleranceIT {
                         .build());
             case UNKNOWN_CHANNEL ->
                 NewerSchema.encode(id, "c", send.getUserId(), "WHATSAPP", send.getScheduledAt());
-            case SCHEDULED_FAR_AWAY -> {
-              timestamp -= Duration.ofDays(30).toMillis();
-              yield SENDS_SERDE.encode(ScheduledSend.newBuilder(send).setMessageId(id).build());
-            }
+            case SCHEDULED_FAR_AWAY ->
+                // stamped when produced, like every record here, and scheduled a month later
+                SENDS_SERDE.encode(
+                    ScheduledSend.newBuilder(send)
+                        .setMessageId(id)
+                        .setScheduledAt(send.getScheduledAt().plus(Duration.ofDays(30)))
+                        .build());
           };
-      return new ProducerRecord<>(r.topic(), null, timestamp, r.key(), value);
+      return new ProducerRecord<>(r.topic(), null, r.timestamp(), r.key(), value);
     }
   }
 

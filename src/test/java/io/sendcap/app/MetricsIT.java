@@ -146,7 +146,7 @@ class MetricsIT {
                 .setCampaignId("c")
                 .setUserId(5_000)
                 .setChannel(Channel.EMAIL)
-                .setScheduledAt(Instant.parse("2026-11-02T06:00:00Z"))
+                .setScheduledAt(Instant.now())
                 .setAttributes(Map.of("body", "x".repeat(20_000)))
                 .build();
         CapScenario.produce(

@@ -4,13 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.sendcap.avro.ScheduledSend;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.streams.KafkaStreams;
 import org.junit.jupiter.api.AfterAll;
@@ -43,7 +46,15 @@ class PipelineIT {
         "campaign-sends-dlq",
         "deliveries-replay",
         "suppressed-replay",
-        "dlq-replay");
+        "dlq-replay",
+        "days-event",
+        "deliveries-days-event",
+        "suppressed-days-event",
+        "dlq-days-event",
+        "days-wall",
+        "deliveries-days-wall",
+        "suppressed-days-wall",
+        "dlq-days-wall");
     redis = EmbeddedRedis.start();
     CapScenario.writeFiles(dir);
     CapScenario.publishSegments(kafka.bootstrapServers());
@@ -122,5 +133,71 @@ class PipelineIT {
     assertThat(CapScenario.loggedSends(redis.uri()))
         .as("sends logged in Redis after the replay")
         .isEqualTo(logged);
+  }
+
+  /**
+   * A campaign engine produces a schedule days ahead, all at once, each record stamped when it is
+   * produced (the producer's default, and what a broker with production defaults accepts): under
+   * the event clock every send is decided at its scheduledAt, exactly as the model of the rules
+   * decides it, though the record timestamps say nothing of when the sends are due.
+   */
+  @Test
+  void aBlastScheduledOverTheComingDaysStampedWhenProducedIsDecidedAtEachScheduledTime() {
+    comingDays("event");
+  }
+
+  /** The same blast under the wall clock: each send decided at the time sendcap decides it. */
+  @Test
+  void aBlastScheduledOverTheComingDaysStampedWhenProducedIsDecidedAtTheTimeOfDeciding() {
+    comingDays("wall");
+  }
+
+  private void comingDays(String clock) {
+    String in = "days-" + clock;
+    List<ProducerRecord<byte[], byte[]>> input =
+        scenario.records(in, 6_000, 200, 0, 30, 13, Duration.ofDays(5));
+    assertThat(input).allSatisfy(r -> assertThat(r.timestamp()).isNull());
+    List<ScheduledSend> sends = scenario.sendsOf(input);
+    assertThat(sends.get(sends.size() - 1).getScheduledAt())
+        .as("the last send is due days after it is produced")
+        .isAfter(Instant.now().plus(Duration.ofDays(4)));
+    java.util.Properties settings = settings("sendcap-days-" + clock);
+    settings.setProperty("cap.clock", clock);
+    settings.setProperty("topic.input", in);
+    // its own Redis keys: the other tests' sends to the same users are no part of this blast
+    settings.setProperty("cap.redis.key-prefix", in);
+    String suffix = "-days-" + clock;
+
+    long before = System.currentTimeMillis();
+    List<CapScenario.Outcome> outcomes;
+    List<ConsumerRecord<byte[], byte[]>> records;
+    try (TopicReader reader =
+        new TopicReader(
+            kafka.bootstrapServers(),
+            "deliveries" + suffix,
+            "suppressed" + suffix,
+            "dlq" + suffix)) {
+      try (SendcapApp app = SendcapApp.start(CapScenario.config(settings, suffix))) {
+        CapScenario.produce(kafka.bootstrapServers(), input);
+        reader.awaitRecords(input.size(), Duration.ofMinutes(3));
+      }
+      records = reader.readToEndOnceNoTransactionIsOpen(Duration.ofMinutes(1));
+    }
+    long after = System.currentTimeMillis();
+    outcomes = scenario.outcomes(records, "deliveries" + suffix, "suppressed" + suffix);
+
+    scenario.assertEachInputOnce(input, outcomes);
+    assertThat(outcomes).as("no dead letters").noneMatch(o -> "DLQ".equals(o.detail()));
+    assertThat(records)
+        .as("outputs carry their input's timestamp: when it was produced")
+        .allSatisfy(r -> assertThat(r.timestamp()).isBetween(before, after));
+    Duration retention = CapScenario.config(settings, suffix).limiter().idempotencyRetention();
+    if (clock.equals("event")) {
+      scenario.assertDecisionsMatchTheModel(sends, outcomes, retention);
+    } else {
+      scenario.assertDecisionsMatchTheModelAtTheirDecisionTimes(sends, outcomes, retention);
+    }
+    scenario.assertNoWindowHoldsMoreThanItsCap(outcomes);
+    assertThat(outcomes).as("some sends capped").anyMatch(o -> !o.allowed());
   }
 }

@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -34,7 +35,13 @@ import org.junit.jupiter.api.io.TempDir;
  * application switching to a published version), and shadow mode, on a real broker and Redis.
  */
 class PoliciesIT {
-  private static final Instant T0 = Instant.parse("2026-11-02T08:00:00Z");
+  /**
+   * 08:00 UTC today: the sends of a test stay in one UTC day (the global caps' windows), and are
+   * stamped when produced, within cap.max-skew.ms (7 days) of it.
+   */
+  private static final Instant T0 =
+      Instant.now().truncatedTo(ChronoUnit.DAYS).plus(Duration.ofHours(8));
+
   private static final int USERS = 10;
   private static final String ONE_A_DAY =
       """
@@ -330,7 +337,8 @@ class PoliciesIT {
               s -> {
                 assertThat(s.getReason()).isEqualTo(SuppressionReason.GLOBAL_CAP);
                 assertThat(s.getGlobalCap()).isEqualTo("budget");
-                assertThat(s.getNextEligibleAt()).isEqualTo(Instant.parse("2026-11-03T00:00:00Z"));
+                assertThat(s.getNextEligibleAt())
+                    .isEqualTo(T0.truncatedTo(ChronoUnit.DAYS).plus(Duration.ofDays(1)));
               });
       assertThat(calls).as("reservations, not one call per send").isLessThan(blast.size() / 4.0);
     }

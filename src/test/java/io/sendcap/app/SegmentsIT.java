@@ -22,6 +22,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -266,6 +267,9 @@ class SegmentsIT {
   /** Above every id of {@link #bigSegment}. */
   private static final long BASE = 300_000_000L;
 
+  /** When the sends are scheduled: this hour, within cap.max-skew.ms of when they are produced. */
+  private static final Instant T0 = Instant.now().truncatedTo(ChronoUnit.HOURS);
+
   /** Sends messages m{first} to m{first + count - 1}, message i to user BASE + 1 + i % 40. */
   private static void produce(int first, int count) {
     try (KafkaProducer<byte[], byte[]> producer =
@@ -281,13 +285,12 @@ class SegmentsIT {
                 .setCampaignId("c")
                 .setUserId(user)
                 .setChannel(Channel.EMAIL)
-                .setScheduledAt(Instant.parse("2026-11-22T10:00:00Z").plusSeconds(i))
+                .setScheduledAt(T0.plusSeconds(i))
                 .build();
+        // stamped when produced, as a campaign engine's producer does
         producer.send(
             new ProducerRecord<>(
                 "campaign-sends",
-                null,
-                s.getScheduledAt().toEpochMilli(),
                 Long.toString(user).getBytes(StandardCharsets.UTF_8),
                 SENDS.encode(s)));
       }

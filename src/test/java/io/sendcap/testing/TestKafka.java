@@ -10,7 +10,8 @@ import org.apache.kafka.common.test.TestKitNodes;
 /**
  * A single-node KRaft Kafka cluster for integration tests, built with Kafka's own {@link
  * KafkaClusterTestKit}: one combined broker and controller on free ports, with internal topics of
- * one replica so that transactions (exactly-once) work.
+ * one replica so that transactions (exactly-once) work. Record timestamps and retention are a
+ * production broker's: a test that needs otherwise sets it on its own topics, and says why.
  */
 public final class TestKafka implements AutoCloseable {
   private final KafkaClusterTestKit cluster;
@@ -102,8 +103,11 @@ public final class TestKafka implements AutoCloseable {
           .setConfigProp("transaction.state.log.min.isr", "1")
           .setConfigProp("transaction.state.log.num.partitions", "1")
           .setConfigProp("group.initial.rebalance.delay.ms", "0")
-          // Test blasts carry scheduled times weeks back as record timestamps; keep them.
-          .setConfigProp("log.retention.ms", "-1")
+          // Retention and timestamp checks are a production broker's defaults (7 days,
+          // records at most an hour ahead); only the retention check runs every second instead
+          // of every 5 minutes, so that records a test stamps too old are gone within the test,
+          // as they would be soon on a real broker, rather than hidden by its short run.
+          .setConfigProp("log.retention.check.interval.ms", "1000")
           .build();
     } catch (Exception e) {
       throw failure("Could not build the Kafka test cluster", e);

@@ -38,6 +38,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -147,12 +149,21 @@ class SendcapTopologyTest {
         .build();
   }
 
-  /** Pipes a send as the campaign engine produces it: at its scheduled time. */
+  /**
+   * Pipes a send as a campaign engine produces it: ahead of when it is due, stamped with the time
+   * it is produced, T0 on this test's clock.
+   */
   private void pipe(ScheduledSend s) {
+    pipe(s, new RecordHeaders());
+  }
+
+  private void pipe(ScheduledSend s, Headers headers) {
     input.pipeInput(
-        String.valueOf(s.getUserId()).getBytes(StandardCharsets.UTF_8),
-        sends.encode(s),
-        s.getScheduledAt());
+        new TestRecord<>(
+            String.valueOf(s.getUserId()).getBytes(StandardCharsets.UTF_8),
+            sends.encode(s),
+            headers,
+            T0));
   }
 
   /**
@@ -241,6 +252,68 @@ class SendcapTopologyTest {
 
     assertThat(deliveredIds()).containsExactly("a", "a", "b");
     assertThat(model.logged(1)).isEqualTo(2);
+  }
+
+  /**
+   * Tracing and correlation ids travel in headers: every output of a send carries its input
+   * record's headers, in order, duplicates and null values included, also when the batch is decided
+   * from the punctuator rather than while its last record is processed.
+   */
+  @Test
+  void theInputRecordsHeadersAreCarriedToEveryOutput() {
+    Properties shadow = new Properties();
+    shadow.setProperty("cap.mode", "shadow");
+    start(3, shadow, () -> model, Backpressure.NONE);
+    List<String> ids = List.of("a", "b", "c", "");
+    for (int i = 0; i < ids.size(); i++) {
+      RecordHeaders headers = new RecordHeaders();
+      headers.add("traceparent", ("00-trace" + i + "-01").getBytes(StandardCharsets.UTF_8));
+      headers.add("correlation-id", ("corr-" + i).getBytes(StandardCharsets.UTF_8));
+      headers.add("correlation-id", ("corr-" + i + "-again").getBytes(StandardCharsets.UTF_8));
+      headers.add("empty", null);
+      pipe(send(ids.get(i), 1, Duration.ofHours(i)), headers);
+    }
+    RecordHeaders none = new RecordHeaders();
+    pipe(send("no-headers", 2, Duration.ZERO), none); // flushed once it has waited 1 s
+    driver.advanceWallClockTime(Duration.ofSeconds(1));
+    settle();
+
+    List<TestRecord<byte[], byte[]>> out = delivered.readRecordsToList();
+    assertThat(out)
+        .extracting(r -> deliveries.decode(r.value()).getSend().getMessageId())
+        .containsExactly("a", "b", "c", "no-headers"); // c capped, delivered in shadow mode
+    List<TestRecord<byte[], byte[]>> capped = suppressed.readRecordsToList();
+    assertThat(capped).hasSize(1);
+    List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1); // the empty messageId
+    for (int i = 0; i < 3; i++) {
+      assertThat(headerList(out.get(i)))
+          .containsExactly(
+              "traceparent=00-trace" + i + "-01",
+              "correlation-id=corr-" + i,
+              "correlation-id=corr-" + i + "-again",
+              "empty=null");
+      assertThat(out.get(i).timestamp()).isEqualTo(T0.toEpochMilli());
+    }
+    assertThat(headerList(capped.get(0))).isEqualTo(headerList(out.get(2)));
+    assertThat(headerList(dead.get(0)))
+        .startsWith(
+            "traceparent=00-trace3-01",
+            "correlation-id=corr-3",
+            "correlation-id=corr-3-again",
+            "empty=null");
+    assertThat(out.get(3).headers().toArray()).isEmpty();
+  }
+
+  private static List<String> headerList(TestRecord<byte[], byte[]> record) {
+    List<String> list = new ArrayList<>();
+    for (Header h : record.headers()) {
+      list.add(
+          h.key()
+              + "="
+              + (h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8)));
+    }
+    return list;
   }
 
   @Test
