@@ -63,10 +63,9 @@ import org.slf4j.LoggerFactory;
  * {@code cap.redis.failure-mode=block}, sends stay in the buffer and {@link Backpressure} holds
  * them back (the application pauses its input) until the limiter answers again.
  *
- * <p>It is longer than most classes here because one batch's life is one story, read top to
- * bottom: buffered, flushed (time floor, deadline, tokens from {@link BatchTokens}), completed (or
- * held, or decided by the failure mode), given its second chance, forwarded, dropped from the
- * buffer.
+ * <p>It is longer than most classes here because one batch's life is one story, read top to bottom:
+ * buffered, flushed (time floor, deadline, tokens from {@link BatchTokens}), completed (or held, or
+ * decided by the failure mode), given its second chance, forwarded, dropped from the buffer.
  */
 final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], SpecificRecord> {
   private static final Logger LOG = LoggerFactory.getLogger(CapProcessor.class);
