@@ -114,6 +114,7 @@ class SendcapTopologyTest {
                     quotaCounters, "s", InstantSource.fixed(T0), Duration.ofSeconds(5), metrics),
                 InstantSource.fixed(T0),
                 backpressure,
+                RegistryOutage.NONE,
                 undecided,
                 metrics),
             SendcapTopology.streamsProperties(config));
