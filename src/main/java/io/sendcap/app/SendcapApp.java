@@ -15,6 +15,7 @@ import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.segment.SegmentRegistry;
+import io.sendcap.serde.SchemaRegistryUnavailableException;
 import io.sendcap.topology.SendcapTopology;
 import io.sendcap.topology.Undecided;
 import java.io.UncheckedIOException;
@@ -26,7 +27,9 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,6 +47,7 @@ public final class SendcapApp implements AutoCloseable {
   private final KafkaStreams streams;
   private final SegmentRegistry segments;
   private final LimiterBackpressure backpressure;
+  private final RegistryBackpressure registryOutage;
   private final Undecided undecided;
   private final Duration drainTimeout;
   private final PrometheusMeterRegistry metrics;
@@ -57,6 +61,7 @@ public final class SendcapApp implements AutoCloseable {
       KafkaStreams streams,
       SegmentRegistry segments,
       LimiterBackpressure backpressure,
+      RegistryBackpressure registryOutage,
       Undecided undecided,
       Duration drainTimeout,
       PrometheusMeterRegistry metrics,
@@ -67,6 +72,7 @@ public final class SendcapApp implements AutoCloseable {
     this.streams = streams;
     this.segments = segments;
     this.backpressure = backpressure;
+    this.registryOutage = registryOutage;
     this.undecided = undecided;
     this.drainTimeout = drainTimeout;
     this.metrics = metrics;
@@ -92,7 +98,9 @@ public final class SendcapApp implements AutoCloseable {
    *
    * <p>With {@code avro.serde=confluent}, the schema registry must answer, and sendcap's output
    * schemas are registered under {@code <topic>-value} of the deliveries and suppressed topics, or
-   * with {@code auto.register.schemas=false} must be registered there already.
+   * with {@code auto.register.schemas=false} must be registered there already. Should the registry
+   * become unreachable later, a send whose schema must be fetched waits for it, and reading resumes
+   * once it answers (see {@link RegistryBackpressure}); the outputs' schema ids are known by then.
    *
    * @throws StartupException if the topics, the schema registry, the segments or Redis are not
    *     there to use
@@ -119,6 +127,7 @@ public final class SendcapApp implements AutoCloseable {
     Properties props = SendcapTopology.streamsProperties(config, metrics);
     InstantSource clock = InstantSource.system();
     LimiterBackpressure backpressure = new LimiterBackpressure(redis, clock, metrics);
+    RegistryBackpressure registryOutage = new RegistryBackpressure(clock, metrics);
     Undecided undecided = new Undecided(metrics);
     GlobalQuotas quotas =
         new GlobalQuotas(
@@ -127,19 +136,28 @@ public final class SendcapApp implements AutoCloseable {
             clock,
             config.limiter().globalLease(),
             metrics);
-    KafkaStreams streams =
-        new KafkaStreams(
-            SendcapTopology.build(
-                config,
-                policies,
-                segments,
-                redis::open,
-                quotas,
-                clock,
-                backpressure,
-                undecided,
-                metrics),
-            props);
+    Topology topology;
+    try {
+      topology =
+          SendcapTopology.build(
+              config,
+              policies,
+              segments,
+              redis::open,
+              quotas,
+              clock,
+              backpressure,
+              registryOutage,
+              undecided,
+              metrics);
+    } catch (SchemaRegistryUnavailableException | SerializationException e) {
+      // the registry answered the start-up check a moment ago, and no longer
+      backpressure.close();
+      quotas.close();
+      redis.close();
+      throw new StartupException(e.getMessage(), e);
+    }
+    KafkaStreams streams = new KafkaStreams(topology, props);
     backpressure.attach(streams);
     ThreadReplacements replacements =
         new ThreadReplacements(
@@ -147,13 +165,21 @@ public final class SendcapApp implements AutoCloseable {
             config.liveness().replacementWindow(),
             clock,
             metrics);
-    HttpEndpoint http = serve(config, metrics, streams, redis, backpressure, replacements);
+    HttpEndpoint http =
+        serve(config, metrics, streams, redis, backpressure, registryOutage, replacements);
     streams.setUncaughtExceptionHandler(
         e -> {
           if (Thread.currentThread().getName().endsWith("-GlobalStreamThread")) {
             // Kafka Streams cannot replace its global thread: it stops, and liveness follows.
             LOG.error("the global stream thread failed; Kafka Streams stops", e);
             return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+          }
+          if (registryOutage.closed() && causedBy(e, SchemaRegistryUnavailableException.class)) {
+            // sendcap stops during an outage: the wait for the registry ended, no crash
+            LOG.info(
+                "a stream thread stopped waiting for the schema registry as sendcap stops; its"
+                    + " tasks resume from the last commit at the next start");
+            return StreamThreadExceptionResponse.REPLACE_THREAD;
           }
           replacements.record(e);
           LOG.error("stream thread failed; replacing it, its tasks resume from the last commit", e);
@@ -186,11 +212,22 @@ public final class SendcapApp implements AutoCloseable {
         streams,
         segments,
         backpressure,
+        registryOutage,
         undecided,
         drainTimeout,
         metrics,
         binders,
         http);
+  }
+
+  /** Whether {@code type} is among the causes of {@code e}, or {@code e} itself. */
+  private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The version of every segment the policies name, as a gauge; {@code gauged} has one already. */
@@ -214,6 +251,7 @@ public final class SendcapApp implements AutoCloseable {
       KafkaStreams streams,
       RedisConnector redis,
       LimiterBackpressure backpressure,
+      RegistryBackpressure registryOutage,
       ThreadReplacements replacements) {
     if (config.httpPort() < 0) {
       return null;
@@ -223,7 +261,7 @@ public final class SendcapApp implements AutoCloseable {
           config.httpPort(),
           metrics::scrape,
           () -> live(streams, replacements),
-          () -> ready(streams, redis));
+          () -> ready(streams, redis, registryOutage));
     } catch (UncheckedIOException e) {
       streams.close(Duration.ofSeconds(30));
       backpressure.close();
@@ -258,11 +296,19 @@ public final class SendcapApp implements AutoCloseable {
     return new HttpEndpoint.Health(up, "Kafka Streams " + state);
   }
 
-  /** Ready when Kafka Streams runs and Redis answers. */
-  private static HttpEndpoint.Health ready(KafkaStreams streams, RedisConnector redis) {
+  /** Ready when Kafka Streams runs, no send waits for the schema registry, and Redis answers. */
+  private static HttpEndpoint.Health ready(
+      KafkaStreams streams, RedisConnector redis, RegistryBackpressure registryOutage) {
     KafkaStreams.State state = streams.state();
     if (state != KafkaStreams.State.RUNNING) {
       return new HttpEndpoint.Health(false, "Kafka Streams " + state);
+    }
+    if (registryOutage.waiting()) {
+      return new HttpEndpoint.Health(
+          false,
+          "a send waits for the schema registry, unreachable for "
+              + registryOutage.outageSeconds()
+              + " s");
     }
     try {
       redis.ping();
@@ -377,8 +423,8 @@ public final class SendcapApp implements AutoCloseable {
 
   /**
    * Stops processing: decides the sends in hand first (unless the limiter is unreachable in block
-   * mode), then commits. Sends still undecided stay in the changelogged buffer, for whichever
-   * instance runs their task next. Closing again does nothing.
+   * mode, or a send waits for the schema registry), then commits. Sends still undecided stay in the
+   * changelogged buffer, for whichever instance runs their task next. Closing again does nothing.
    */
   @Override
   public void close() {
@@ -392,6 +438,8 @@ public final class SendcapApp implements AutoCloseable {
     }
     if (backpressure.holding()) {
       LOG.warn("the limiter is unreachable: {} undecided sends stay buffered", inHand);
+    } else if (registryOutage.waiting()) {
+      LOG.warn("the schema registry is unreachable: {} undecided sends stay buffered", inHand);
     } else {
       try {
         undecided.startDraining();
@@ -406,6 +454,10 @@ public final class SendcapApp implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+    // Kafka Streams stops first, then a thread waiting for the schema registry gives its record
+    // up: a thread that fails while its client stops is not replaced.
+    streams.close(Duration.ZERO);
+    registryOutage.close();
     boolean stopped = streams.close(Duration.ofSeconds(60));
     backpressure.close();
     quotas.close();

@@ -66,8 +66,14 @@ public final class SendcapTopology {
    * @param quotas the instance's share of the global caps, for every task
    * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
    * @param backpressure what holds sends back while the limiter is unreachable in block mode
+   * @param registryOutage where a stream thread waits while the schema registry cannot be reached
+   *     for a send it reads (see {@link RegistryRetryingDeserializer})
    * @param undecided counts the sends read and not decided yet, and drains them before a shutdown
    * @param metrics where the decisions are counted
+   * @throws org.apache.kafka.common.errors.SerializationException if the schema registry refuses or
+   *     lacks the schema of an output (see {@link ConfluentAvroSerde#schemaId})
+   * @throws io.sendcap.serde.SchemaRegistryUnavailableException if the schema registry cannot be
+   *     reached for the ids of the outputs' schemas
    */
   public static Topology build(
       SendcapConfig config,
@@ -77,6 +83,7 @@ public final class SendcapTopology {
       GlobalQuotas quotas,
       InstantSource wallClock,
       Backpressure backpressure,
+      RegistryOutage registryOutage,
       Undecided undecided,
       MeterRegistry metrics) {
     Map<String, Object> props = new HashMap<>();
@@ -90,6 +97,19 @@ public final class SendcapTopology {
     }
     Serde<Delivery> deliveries = AvroSerdes.of(Delivery.class, config.avroSerde(), props);
     Serde<Suppression> suppressions = AvroSerdes.of(Suppression.class, config.avroSerde(), props);
+    SendcapConfig.Topics topics = config.topics();
+    // The outputs' schema ids, asked for now and cached for good: no output ever waits for the
+    // registry, and an outage can only hold back reading (see RegistryRetryingDeserializer).
+    if (deliveries instanceof ConfluentAvroSerde<Delivery> confluent) {
+      confluent.schemaId(topics.deliveries());
+    }
+    if (suppressions instanceof ConfluentAvroSerde<Suppression> confluent) {
+      confluent.schemaId(topics.suppressed());
+    }
+    Serde<ScheduledSend> input =
+        Serdes.serdeFrom(
+            sends.serializer(),
+            new RegistryRetryingDeserializer<>(sends.deserializer(), registryOutage));
     StoreBuilder<?> pendingStore =
         Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore(PENDING_STORE),
@@ -119,7 +139,6 @@ public final class SendcapTopology {
           }
         };
 
-    SendcapConfig.Topics topics = config.topics();
     StreamsBuilder builder =
         new StreamsBuilder(new TopologyConfig(new StreamsConfig(config.streams())));
     SegmentLoader loader = new SegmentLoader(segments);
@@ -137,7 +156,7 @@ public final class SendcapTopology {
         topics.policies(),
         Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("policies"),
         () -> new PolicyStoreProcessor(policies, POLICY_STORE, metrics));
-    builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), sends).withName("sends"))
+    builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), input).withName("sends"))
         .process(decide, Named.as("decide"))
         .split(Named.as("decision-"))
         .branch(

@@ -15,8 +15,9 @@ import org.slf4j.LoggerFactory;
  * continues.
  *
  * <p>A record that could not be read because the schema registry could not be reached is no bad
- * record: it fails the stream thread instead, which is replaced and resumes from the last commit,
- * so the record is read again, not lost.
+ * record. Its stream thread waits for the registry ({@link RegistryRetryingDeserializer}), so such
+ * a record gets here only when the application stops during the wait: it fails the stream thread,
+ * and is read again from the last commit by the next run, not lost.
  */
 public final class UnreadableSendHandler extends LogAndContinueExceptionHandler {
   private static final Logger LOG = LoggerFactory.getLogger(UnreadableSendHandler.class);
@@ -37,8 +38,8 @@ public final class UnreadableSendHandler extends LogAndContinueExceptionHandler 
       ErrorHandlerContext context, ConsumerRecord<byte[], byte[]> record, Exception exception) {
     for (Throwable t = exception; t != null; t = t.getCause()) {
       if (t instanceof SchemaRegistryUnavailableException) {
-        LOG.warn(
-            "cannot read the record at {}-{} offset {}: {}; it is read again from the last commit",
+        LOG.info(
+            "gave up the record at {}-{} offset {} ({}); it is read again from the last commit",
             record.topic(),
             record.partition(),
             record.offset(),

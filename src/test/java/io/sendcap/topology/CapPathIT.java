@@ -261,6 +261,7 @@ class CapPathIT {
                     quotas,
                     clock,
                     Backpressure.NONE,
+                    RegistryOutage.NONE,
                     undecided,
                     metrics),
                 SendcapTopology.streamsProperties(config))) {

@@ -21,6 +21,7 @@ import io.sendcap.serde.SchemaRegistryClient;
 import io.sendcap.serde.SchemaRegistrySettings;
 import io.sendcap.serde.SchemaRegistryUnavailableException;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.testing.ConfluentWire;
 import io.sendcap.testing.FakeSchemaRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -67,6 +68,7 @@ class ConfluentTopologyTest {
   private final FakeSchemaRegistry registry;
   private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
   private final ConfluentAvroSerde<ScheduledSend> engine;
+  private RegistryOutage outage = RegistryOutage.NONE;
   private TopologyTestDriver driver;
   private TestInputTopic<byte[], byte[]> input;
   private TestOutputTopic<byte[], byte[]> delivered;
@@ -106,6 +108,17 @@ class ConfluentTopologyTest {
                     metrics),
                 InstantSource.fixed(T0),
                 Backpressure.NONE,
+                new RegistryOutage() {
+                  @Override
+                  public void await(SchemaRegistryUnavailableException cause, int failures) {
+                    outage.await(cause, failures);
+                  }
+
+                  @Override
+                  public void answered() {
+                    outage.answered();
+                  }
+                },
                 new Undecided(metrics),
                 metrics),
             SendcapTopology.streamsProperties(config));
@@ -259,6 +272,43 @@ class ConfluentTopologyTest {
             "that sendcap's schema cannot read: campaignId is missing; channel is missing;"
                 + " scheduledAt is missing; userId is string in the writer's schema, long in"
                 + " sendcap's");
+  }
+
+  @Test
+  void aSendThatWaitsForTheRegistryIsReadOnceItAnswersAndAnUnknownIdThenGoesToTheDeadLetterTopic() {
+    pipe(1, engine.encode("campaign-sends", send("a", 1)));
+    assertThat(deliveredIds()).containsExactly("a");
+    registry.unavailable(true);
+    Schema evolved = ConfluentWire.scheduledSendWithPriority();
+    int unseen = registry.register("campaign-sends-value", evolved);
+    List<String> events = new java.util.ArrayList<>();
+    outage =
+        new RegistryOutage() {
+          @Override
+          public void await(SchemaRegistryUnavailableException cause, int failures) {
+            events.add("failed " + failures);
+            registry.unavailable(failures < 3);
+          }
+
+          @Override
+          public void answered() {
+            events.add("answered");
+          }
+        };
+
+    ScheduledSend b = send("b", 2);
+    pipe(2, ConfluentWire.frame(unseen, ConfluentWire.withPriority(b, evolved, 1)));
+    assertThat(events).containsExactly("failed 1", "failed 2", "failed 3", "answered");
+    events.clear();
+    registry.unavailable(true);
+    pipe(3, ByteBuffer.allocate(8).put((byte) 0).putInt(4242).array());
+
+    assertThat(events).containsExactly("failed 1", "failed 2", "failed 3", "answered");
+    assertThat(deliveredIds()).containsExactly("b");
+    assertThat(deadLetterReasons())
+        .singleElement()
+        .asString()
+        .contains("answered 404 to GET /schemas/ids/4242");
   }
 
   @Test

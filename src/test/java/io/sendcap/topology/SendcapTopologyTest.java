@@ -116,6 +116,7 @@ class SendcapTopologyTest {
                     quotaCounters, "s", InstantSource.fixed(T0), Duration.ofSeconds(5), metrics),
                 InstantSource.fixed(T0),
                 backpressure,
+                RegistryOutage.NONE,
                 undecided,
                 metrics),
             SendcapTopology.streamsProperties(config));
