@@ -24,6 +24,7 @@ import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import io.sendcap.topology.Backpressure;
+import io.sendcap.topology.RegistryOutage;
 import io.sendcap.topology.SendcapTopology;
 import io.sendcap.topology.Undecided;
 import java.io.IOException;
@@ -613,6 +614,7 @@ class TaskReviveIT {
                   quotas,
                   clock,
                   Backpressure.NONE,
+                  RegistryOutage.NONE,
                   new Undecided(metrics),
                   metrics),
               SendcapTopology.streamsProperties(config, metrics),
