@@ -3,7 +3,6 @@ package io.sendcap.app;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sendcap.config.SendcapConfig;
-import io.sendcap.serde.SingleObjectAvroSerde;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -16,7 +15,9 @@ import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.Deserializer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -24,8 +25,9 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code sendcap consume}: prints the records of one of sendcap's topics, decoded, committed ones
- * only. Dead letters are printed with the reason from their headers and their raw value.
+ * {@code sendcap consume}: prints the records of one of sendcap's topics, decoded from either
+ * framing (see {@link ToolSerdes}), committed ones only. Dead letters are printed with the reason
+ * from their headers and their raw value.
  */
 @Command(
     name = "consume",
@@ -58,8 +60,8 @@ final class ConsumeCommand implements Callable<Integer> {
     SendcapConfig config = options.load();
     Optional<Class<? extends SpecificRecord>> type = SendcapTopics.recordOf(config.topics(), topic);
     SendcapTopics.requireTopic(config, topic);
-    SingleObjectAvroSerde<? extends SpecificRecord> serde =
-        type.map(SingleObjectAvroSerde::new).orElse(null);
+    Deserializer<? extends SpecificRecord> serde =
+        type.map(t -> ToolSerdes.reader(config, t)).orElse(null);
     PrintWriter out = spec.commandLine().getOut();
     long[] printed = {0};
     try (OutputReader reader =
@@ -69,8 +71,7 @@ final class ConsumeCommand implements Callable<Integer> {
             Duration.ofMillis(500),
             r -> {
               if (max == null || printed[0] < max) {
-                String body =
-                    serde == null ? deadLetter(r) : AvroJson.write(serde.decode(r.value()));
+                String body = serde == null ? deadLetter(r) : AvroJson.write(decode(serde, r));
                 out.println(
                     json ? body : r.partition() + "@" + r.offset() + " " + key(r) + " " + body);
                 out.flush();
@@ -80,6 +81,25 @@ final class ConsumeCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  /** The record's value, decoded; one that cannot be is an error naming the record and why. */
+  private static SpecificRecord decode(
+      Deserializer<? extends SpecificRecord> serde, ConsumerRecord<byte[], byte[]> r) {
+    try {
+      return serde.deserialize(r.topic(), r.value());
+    } catch (SerializationException e) {
+      throw new IllegalArgumentException(
+          "cannot read "
+              + r.topic()
+              + " "
+              + r.partition()
+              + "@"
+              + r.offset()
+              + ": "
+              + e.getMessage(),
+          e);
+    }
   }
 
   private static String key(ConsumerRecord<byte[], byte[]> r) {

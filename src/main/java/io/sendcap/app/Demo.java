@@ -83,7 +83,7 @@ final class Demo {
           bootstrap, redis.uri(), options.sends(), options.users());
       try (SendcapApp app = SendcapApp.start(config);
           OutputReader reader = new OutputReader(bootstrap, Tally.topics(t))) {
-        Tally tally = new Tally(t);
+        Tally tally = new Tally(config);
         long start = System.nanoTime();
         CompletableFuture<Long> produced = blast.produceAsync(bootstrap, t.input());
         blast.awaitOnePerSend("decided", reader, tally::add, produced);

@@ -4,7 +4,6 @@ import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.config.SendcapConfig;
-import io.sendcap.serde.SingleObjectAvroSerde;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -17,6 +16,7 @@ import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 import me.tongfei.progressbar.ConsoleProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
@@ -37,9 +37,10 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
 
 /**
- * {@code sendcap produce}: JSON lines to one of sendcap's topics, as Avro records, keyed by user id
- * and stamped with the time they are produced, as a campaign engine's Kafka producer stamps them
- * unless told otherwise. A record the broker refuses is counted under the broker's reason.
+ * {@code sendcap produce}: JSON lines to one of sendcap's topics, as Avro records in the configured
+ * framing ({@code avro.serde}), keyed by user id and stamped with the time they are produced, as a
+ * campaign engine's Kafka producer stamps them unless told otherwise. A record the broker refuses
+ * is counted under the broker's reason.
  */
 @Command(
     name = "produce",
@@ -121,7 +122,7 @@ final class ProduceCommand implements Callable<Integer> {
 
   private <T extends SpecificRecord> int produce(SendcapConfig config, Class<T> type, long lines)
       throws IOException {
-    SingleObjectAvroSerde<T> serde = new SingleObjectAvroSerde<>(type);
+    Function<T, byte[]> encode = ToolSerdes.writer(config, type, topic);
     PrintWriter err = spec.commandLine().getErr();
     Refusals refused = new Refusals();
     long sent = 0;
@@ -158,7 +159,7 @@ final class ProduceCommand implements Callable<Integer> {
         byte[] key = Long.toString(send.getUserId()).getBytes(StandardCharsets.UTF_8);
         Long stamp = timestamp == Stamp.SCHEDULED ? send.getScheduledAt().toEpochMilli() : null;
         producer.send(
-            new ProducerRecord<>(topic, null, stamp, key, serde.encode(record)),
+            new ProducerRecord<>(topic, null, stamp, key, encode.apply(record)),
             (metadata, e) -> {
               if (e != null) {
                 refused.add(e);

@@ -8,7 +8,6 @@ import io.sendcap.report.ReportPage;
 import io.sendcap.report.SuppressionReport;
 import io.sendcap.report.SuppressionReport.Mode;
 import io.sendcap.report.SuppressionReport.Row;
-import io.sendcap.serde.SingleObjectAvroSerde;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -32,6 +31,7 @@ import me.tongfei.progressbar.ProgressBarBuilder;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.serialization.Deserializer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Mixin;
@@ -120,7 +120,12 @@ final class ReportCommand implements Callable<Integer> {
     String bootstrapServers = config.streams().getProperty("bootstrap.servers");
     Instant readAt = Instant.now().truncatedTo(ChronoUnit.SECONDS);
     SuppressionReport report = new SuppressionReport();
-    read(SendcapTopics.clientProperties(config), bootstrapServers, source, report);
+    read(
+        SendcapTopics.clientProperties(config),
+        bootstrapServers,
+        source,
+        ToolSerdes.reader(config, Suppression.class),
+        report);
 
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
@@ -155,8 +160,11 @@ final class ReportCommand implements Callable<Integer> {
    * @throws IllegalArgumentException if the read makes no progress for {@link #STALL_LIMIT}
    */
   private void read(
-      Properties client, String bootstrapServers, String source, SuppressionReport report) {
-    SingleObjectAvroSerde<Suppression> serde = new SingleObjectAvroSerde<>(Suppression.class);
+      Properties client,
+      String bootstrapServers,
+      String source,
+      Deserializer<Suppression> serde,
+      SuppressionReport report) {
     try (OutputReader reader = new OutputReader(client, List.of(source), true)) {
       Map<TopicPartition, Long> ends = reader.endOffsets();
       long total = reader.remaining(ends);
@@ -195,13 +203,11 @@ final class ReportCommand implements Callable<Integer> {
   }
 
   private void count(
-      ConsumerRecord<byte[], byte[]> r,
-      SingleObjectAvroSerde<Suppression> serde,
-      SuppressionReport report) {
+      ConsumerRecord<byte[], byte[]> r, Deserializer<Suppression> serde, SuppressionReport report) {
     records++;
     Suppression s;
     try {
-      s = serde.decode(r.value());
+      s = serde.deserialize(r.topic(), r.value());
     } catch (SerializationException e) {
       unreadable(r, e.getMessage());
       return;

@@ -3,11 +3,11 @@ package io.sendcap.app;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.Suppression;
 import io.sendcap.config.SendcapConfig;
-import io.sendcap.serde.SingleObjectAvroSerde;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.serialization.Deserializer;
 
 /**
  * Counts of the sends decided on sendcap's output topics: allowed by segment, suppressed by segment
@@ -17,15 +17,15 @@ final class Tally {
   final Map<String, Long> allowed = new TreeMap<>();
   final Map<String, Long> suppressed = new TreeMap<>();
   private final SendcapConfig.Topics topics;
-  private final SingleObjectAvroSerde<Delivery> deliveries =
-      new SingleObjectAvroSerde<>(Delivery.class);
-  private final SingleObjectAvroSerde<Suppression> suppressions =
-      new SingleObjectAvroSerde<>(Suppression.class);
+  private final Deserializer<Delivery> deliveries;
+  private final Deserializer<Suppression> suppressions;
   private long deadLetters;
 
-  /** Creates an empty tally of records read from {@code topics}. */
-  Tally(SendcapConfig.Topics topics) {
-    this.topics = topics;
+  /** Creates an empty tally of records read from the configuration's topics, in either framing. */
+  Tally(SendcapConfig config) {
+    this.topics = config.topics();
+    this.deliveries = ToolSerdes.reader(config, Delivery.class);
+    this.suppressions = ToolSerdes.reader(config, Suppression.class);
   }
 
   /** The topics a tally counts the records of: deliveries, suppressed and dead letters. */
@@ -36,9 +36,10 @@ final class Tally {
   /** Counts one record of the deliveries, suppressed or dead-letter topic. */
   void add(ConsumerRecord<byte[], byte[]> record) {
     if (record.topic().equals(topics.deliveries())) {
-      allowed.merge(deliveries.decode(record.value()).getSegment(), 1L, Long::sum);
+      allowed.merge(
+          deliveries.deserialize(record.topic(), record.value()).getSegment(), 1L, Long::sum);
     } else if (record.topic().equals(topics.suppressed())) {
-      Suppression s = suppressions.decode(record.value());
+      Suppression s = suppressions.deserialize(record.topic(), record.value());
       suppressed.merge(s.getSegment() + " / " + s.getReason(), 1L, Long::sum);
     } else if (record.topic().equals(topics.deadLetters())) {
       deadLetters++;

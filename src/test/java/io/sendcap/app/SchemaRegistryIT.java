@@ -3,15 +3,21 @@ package io.sendcap.app;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.micrometer.core.instrument.Counter;
+import io.sendcap.avro.Channel;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
+import io.sendcap.avro.SuppressionReason;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.EmbeddedRegistry;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import io.sendcap.testing.AppProgress;
+import io.sendcap.testing.Cli;
 import io.sendcap.testing.ConfluentWire;
+import io.sendcap.testing.Suppressions;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
@@ -23,8 +29,10 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
@@ -545,6 +553,149 @@ class SchemaRegistryIT {
     assertThat(deadLetterReasons(outputs)).as("dead letters").isEmpty();
     assertEachInputOnce(blast.records(), outcomes);
     scenario.assertSameSendsAllowedAsTheModel(blast.sends(), outcomes, RETENTION);
+  }
+
+  /** {@code bin/sendcap}'s arguments for a command on the lane's topics, with {@code more}. */
+  private static String[] cli(String lane, String command, String... more) {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                command,
+                "--config",
+                "config/sendcap.properties",
+                "--set",
+                "bootstrap.servers=" + kafka.bootstrapServers(),
+                "--set",
+                "cap.redis.uri=" + redis.uri(),
+                "--set",
+                "topic.input=" + lane + "-sends",
+                "--set",
+                "topic.deliveries=" + lane + "-deliveries",
+                "--set",
+                "topic.suppressed=" + lane + "-suppressed",
+                "--set",
+                "topic.dlq=" + lane + "-dlq"));
+    args.addAll(List.of(more));
+    return args.toArray(String[]::new);
+  }
+
+  @Test
+  void theToolsWriteTheConfiguredFramingAndReadBoth() throws IOException {
+    String lane = "tools";
+    createTopics(lane);
+    String[] confluent = {
+      "--set", "avro.serde=confluent", "--set", "schema.registry.url=" + registry.url()
+    };
+    Path sends = dir.resolve("tools-sends.jsonl");
+    Files.write(
+        sends,
+        List.of(
+            "{\"messageId\":\"a\",\"campaignId\":\"c\",\"userId\":7,\"channel\":\"EMAIL\","
+                + "\"scheduledAt\":\"2026-11-22T10:00:00Z\"}",
+            "{\"messageId\":\"b\",\"campaignId\":\"c\",\"userId\":8,\"channel\":\"PUSH\","
+                + "\"scheduledAt\":\"2026-11-22T10:00:00Z\",\"attributes\":{\"lang\":\"de\"}}"),
+        StandardCharsets.UTF_8);
+
+    Cli.Result produced =
+        Cli.run(
+            concat(
+                cli(lane, "produce", "--topic", lane + "-sends", "--file", sends.toString()),
+                confluent));
+
+    assertThat(produced.exit()).as(produced.err()).isZero();
+    List<ConsumerRecord<byte[], byte[]>> written;
+    try (TopicReader reader = new TopicReader(kafka.bootstrapServers(), lane + "-sends")) {
+      written = reader.readToEnd(TIMEOUT);
+    }
+    int id = wire.latestId(lane + "-sends-value");
+    assertThat(written).hasSize(2);
+    assertThat(written)
+        .allSatisfy(
+            r -> {
+              assertThat(r.value()[0]).isEqualTo((byte) 0x00);
+              assertThat(ConfluentWire.schemaId(r.value())).isEqualTo(id);
+            });
+    assertThat(
+            written.stream().map(r -> wire.decode(r.value(), ScheduledSend.class).getMessageId()))
+        .containsExactlyInAnyOrder("a", "b");
+
+    Cli.Result consumed =
+        Cli.run(
+            concat(
+                cli(
+                    lane,
+                    "consume",
+                    "--topic",
+                    lane + "-sends",
+                    "--from-beginning",
+                    "--json",
+                    "--max",
+                    "2"),
+                confluent));
+    assertThat(consumed.exit()).as(consumed.err()).isZero();
+    assertThat(consumed.lines())
+        .extracting(line -> new ObjectMapper().readTree(line).get("messageId").asText())
+        .containsExactlyInAnyOrder("a", "b");
+
+    Cli.Result noRegistry =
+        Cli.run(cli(lane, "consume", "--topic", lane + "-sends", "--from-beginning", "--max", "1"));
+    assertThat(noRegistry.exit()).isEqualTo(2);
+    assertThat(noRegistry.err())
+        .startsWith("sendcap: cannot read " + lane + "-sends ")
+        .contains("in the Confluent wire format (schema id " + id + "): set schema.registry.url")
+        .doesNotContain("\tat ");
+
+    // A suppressed topic in both framings: one written in single-object encoding, two in
+    // Confluent's.
+    Instant at = Instant.parse("2026-11-22T10:00:00Z");
+    Path single = dir.resolve("tools-single.jsonl");
+    Path framed = dir.resolve("tools-framed.jsonl");
+    Files.writeString(
+        single,
+        AvroJson.write(
+                Suppressions.of(
+                    "c", "active", Channel.EMAIL, SuppressionReason.CAP, "1d", false, at))
+            + "\n");
+    Files.write(
+        framed,
+        List.of(
+            AvroJson.write(
+                Suppressions.of(
+                    "c", "active", Channel.EMAIL, SuppressionReason.CAP, "1d", false, at)),
+            AvroJson.write(
+                Suppressions.of(
+                    "c", "active", Channel.EMAIL, SuppressionReason.CAP, "1d", false, at))));
+    String suppressed = lane + "-suppressed";
+    Cli.Result one =
+        Cli.run(cli(lane, "produce", "--topic", suppressed, "--file", single.toString()));
+    assertThat(one.exit()).as(one.err()).isZero();
+    Cli.Result two =
+        Cli.run(
+            concat(
+                cli(lane, "produce", "--topic", suppressed, "--file", framed.toString()),
+                confluent));
+    assertThat(two.exit()).as(two.err()).isZero();
+
+    Cli.Result report = Cli.run(concat(cli(lane, "report", "--json"), confluent));
+    assertThat(report.exit()).as(report.err()).isZero();
+    assertThat(report.lines()).hasSize(1);
+    JsonNode row = report.lastLineJson();
+    assertThat(row.get("campaignId").asText()).isEqualTo("c");
+    assertThat(row.get("count").asLong()).isEqualTo(3);
+
+    Cli.Result reportNoRegistry = Cli.run(cli(lane, "report", "--json"));
+    assertThat(reportNoRegistry.exit()).isEqualTo(1);
+    assertThat(reportNoRegistry.err())
+        .contains("2 of the records of " + suppressed + " could not be read as Suppressions")
+        .contains("set schema.registry.url")
+        .doesNotContain("\tat ");
+  }
+
+  private static String[] concat(String[] a, String[] b) {
+    String[] all = new String[a.length + b.length];
+    System.arraycopy(a, 0, all, 0, a.length);
+    System.arraycopy(b, 0, all, a.length, b.length);
+    return all;
   }
 
   private static boolean registryUnavailable(SendcapApp app) {
