@@ -276,15 +276,7 @@ final class CapScenario {
   void assertDecisionsMatchTheModel(
       List<ScheduledSend> input, List<Outcome> outcomes, Duration retention) {
     Map<String, String> expected = expectedByTheModel(input, retention);
-    Map<String, String> actual = new HashMap<>();
-    for (Outcome o : outcomes) {
-      if (o.detail() instanceof Suppression s) {
-        actual.putIfAbsent(o.messageId(), describe(s));
-      } else if (o.allowed()) {
-        actual.putIfAbsent(o.messageId(), "allowed");
-      }
-    }
-    assertThat(actual).isEqualTo(expected);
+    assertThat(describedById(outcomes)).isEqualTo(expected);
   }
 
   /**
@@ -311,15 +303,20 @@ final class CapScenario {
             retention,
             s ->
                 times.get(s.getMessageId()).get(seen.merge(s.getMessageId(), 1, Integer::sum) - 1));
-    Map<String, String> actual = new HashMap<>();
+    assertThat(describedById(outcomes)).isEqualTo(expected);
+  }
+
+  /** Each message id's first decision as the model's are described: allowed, or its suppression. */
+  private static Map<String, String> describedById(List<Outcome> outcomes) {
+    Map<String, String> described = new HashMap<>();
     for (Outcome o : outcomes) {
       if (o.detail() instanceof Suppression s) {
-        actual.putIfAbsent(o.messageId(), describe(s));
+        described.putIfAbsent(o.messageId(), describe(s));
       } else if (o.allowed()) {
-        actual.putIfAbsent(o.messageId(), "allowed");
+        described.putIfAbsent(o.messageId(), "allowed");
       }
     }
-    assertThat(actual).isEqualTo(expected);
+    return described;
   }
 
   private Map<String, String> expectedByTheModel(List<ScheduledSend> input, Duration retention) {
