@@ -1,0 +1,367 @@
+package io.sendcap.bench;
+
+import io.sendcap.app.SendcapApp;
+import io.sendcap.blast.BlastDriver;
+import io.sendcap.blast.KafkaTopics;
+import io.sendcap.cli.OutputReader;
+import io.sendcap.config.Policies;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.embedded.EmbeddedKafka;
+import io.sendcap.embedded.TempDirs;
+import io.sendcap.topology.SendcapTopology;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+import org.apache.kafka.streams.KafkaStreams;
+
+/**
+ * The pipeline benchmark: one generated campaign blast through the real sendcap application, then
+ * the same records through a {@link Passthrough} topology, on one embedded broker, with the same
+ * Kafka Streams settings and the same number of instances.
+ *
+ * <p>Each run is timed from the first record produced to the last output record read (committed
+ * only). The capped run goes first, so the pass-through run has the warmer JIT and broker.
+ */
+final class PipelineBench {
+  /** Share of the blast's records that are not Avro, as in {@code demo}: the DLQ is exercised. */
+  static final double POISON_RATE = 0.001;
+
+  private static final String CAPPED_ID = "sendcap-bench";
+  private static final String PASSTHROUGH_ID = "sendcap-bench-passthrough";
+  private static final String PASSTHROUGH_INPUT = "passthrough-sends";
+  private static final String PASSTHROUGH_OUTPUT = "passthrough-out";
+  private static final String WARM_UP = "warm-up-";
+
+  private static final Duration RUNNING_TIMEOUT = Duration.ofMinutes(2);
+  private static final Duration POLL_INTERVAL = Duration.ofMillis(50);
+  private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(60);
+
+  /** What to run; {@code redisClusterNodes} 0 means one standalone Redis. */
+  record Options(
+      int sends,
+      int users,
+      int partitions,
+      int instances,
+      int redisClusterNodes,
+      long seed,
+      Path policiesFile,
+      int warmUpSends) {}
+
+  /**
+   * One timed run: records read from its output topics, bytes produced to its input, and the CPU
+   * time used meanwhile by this JVM (broker, instances, producer, reader) and by Redis.
+   */
+  record Run(
+      long records, long inputBytes, long elapsedMs, double jvmCpuSeconds, double redisCpuSeconds) {
+    double perSecond() {
+      return records * 1000.0 / Math.max(1, elapsedMs);
+    }
+
+    /** JVM CPU time per record, in microseconds. */
+    double jvmCpuMicrosPerRecord() {
+      return jvmCpuSeconds * 1e6 / Math.max(1, records);
+    }
+
+    /** Redis CPU time per record, in microseconds. */
+    double redisCpuMicrosPerRecord() {
+      return redisCpuSeconds * 1e6 / Math.max(1, records);
+    }
+  }
+
+  /**
+   * What the capped run decided (records on the deliveries, suppressed and dead-letter topics) and
+   * what it cost Redis, summed over the instances.
+   */
+  record Capped(
+      Run run,
+      List<Integer> split,
+      long allowed,
+      long suppressed,
+      long deadLetters,
+      long redisCalls,
+      long redisDecisions,
+      long redisFlushes) {
+    /** Sends decided per pipelined flush, that is per network round trip. */
+    double decisionsPerRoundTrip() {
+      return redisFlushes == 0 ? 0 : (double) redisDecisions / redisFlushes;
+    }
+
+    /** Script calls per pipelined flush. */
+    double callsPerRoundTrip() {
+      return redisFlushes == 0 ? 0 : (double) redisCalls / redisFlushes;
+    }
+
+    /** Sends decided per script call (EVALSHA). */
+    double decisionsPerCall() {
+      return redisCalls == 0 ? 0 : (double) redisDecisions / redisCalls;
+    }
+
+    /**
+     * Redis CPU time per send the limiter decided, in microseconds: transactional sends and dead
+     * letters cost Redis nothing, so this is Redis's cost of a decision.
+     */
+    double redisCpuMicrosPerDecision() {
+      return run.redisCpuSeconds() * 1e6 / Math.max(1, redisDecisions);
+    }
+  }
+
+  /** Both runs, the Redis they capped against, and the process's peak memory after both. */
+  record Result(Capped capped, Run passthrough, String redis, PeakMemory memory) {
+    /** Capped throughput over pass-through throughput. */
+    double ratio() {
+      return capped.run().perSecond() / passthrough.perSecond();
+    }
+  }
+
+  private final Options options;
+  private final PrintStream progress;
+  private final BlastDriver blast;
+
+  PipelineBench(Options options, PrintStream progress) {
+    this.options = options;
+    this.progress = progress;
+    this.blast =
+        new BlastDriver(options.sends(), options.users(), POISON_RATE, options.seed(), progress);
+  }
+
+  /** Runs both measurements; the servers are stopped and their data deleted when it returns. */
+  Result run() throws Exception {
+    Path work = TempDirs.create("sendcap-bench-pipeline-");
+    Policies policies = Policies.load(options.policiesFile());
+    progress.println("Starting embedded Redis and Kafka (KRaft) ...");
+    try (BenchRedis redis = BenchRedis.start(options.redisClusterNodes());
+        EmbeddedKafka kafka = EmbeddedKafka.start(null)) {
+      String bootstrap = kafka.bootstrapServers();
+      List<SendcapConfig> capped = configs(CAPPED_ID, bootstrap, redis, work, new Properties());
+      SendcapConfig.Topics t = capped.get(0).topics();
+      KafkaTopics.create(
+          bootstrap,
+          options.partitions(),
+          List.of(
+              t.input(),
+              t.deliveries(),
+              t.suppressed(),
+              t.deadLetters(),
+              PASSTHROUGH_INPUT,
+              PASSTHROUGH_OUTPUT));
+      blast.publishSegments(policies.segmentNames(), bootstrap, t.segments());
+      progress.printf(
+          "Kafka %s, %s %s; %,d sends over %,d users, %d partitions, %d instance(s)%n",
+          bootstrap,
+          redis.describe(),
+          redis.uri(),
+          options.sends(),
+          options.users(),
+          options.partitions(),
+          options.instances());
+      if (options.warmUpSends() > 0) {
+        warmUp(bootstrap, redis, work);
+      }
+      Capped cappedRun = runCapped(capped, bootstrap, redis, blast);
+      Run passthrough =
+          runPassthrough(
+              configs(PASSTHROUGH_ID, bootstrap, redis, work, new Properties()),
+              PASSTHROUGH_INPUT,
+              PASSTHROUGH_OUTPUT,
+              bootstrap,
+              redis,
+              blast);
+      return new Result(cappedRun, passthrough, redis.describe(), PeakMemory.now());
+    } finally {
+      TempDirs.delete(work);
+    }
+  }
+
+  /**
+   * Runs both pipelines once, untimed, on a blast of their own ({@code warmUpSends} sends, other
+   * topics, other Redis keys), so that the JIT compiler's work and the interpreted code before it
+   * fall in neither timed run: without it the capped run, which goes first, pays for compiling the
+   * Kafka clients and Streams code that the pass-through run then finds compiled.
+   */
+  private void warmUp(String bootstrap, BenchRedis redis, Path work) {
+    progress.printf(
+        "warm-up: %,d sends through both pipelines, not timed%n", options.warmUpSends());
+    BlastDriver warm =
+        new BlastDriver(
+            options.warmUpSends(), options.users(), POISON_RATE, options.seed() + 1, progress);
+    Properties topics = new Properties();
+    topics.setProperty("topic.input", WARM_UP + "sends");
+    topics.setProperty("topic.deliveries", WARM_UP + "deliveries");
+    topics.setProperty("topic.suppressed", WARM_UP + "suppressed");
+    topics.setProperty("topic.dlq", WARM_UP + "dlq");
+    topics.setProperty("cap.redis.key-prefix", "w");
+    KafkaTopics.create(
+        bootstrap,
+        options.partitions(),
+        List.of(
+            WARM_UP + "sends",
+            WARM_UP + "deliveries",
+            WARM_UP + "suppressed",
+            WARM_UP + "dlq",
+            WARM_UP + PASSTHROUGH_INPUT,
+            WARM_UP + PASSTHROUGH_OUTPUT));
+    runCapped(configs(WARM_UP + CAPPED_ID, bootstrap, redis, work, topics), bootstrap, redis, warm);
+    runPassthrough(
+        configs(WARM_UP + PASSTHROUGH_ID, bootstrap, redis, work, new Properties()),
+        WARM_UP + PASSTHROUGH_INPUT,
+        WARM_UP + PASSTHROUGH_OUTPUT,
+        bootstrap,
+        redis,
+        warm);
+  }
+
+  /**
+   * One configuration per instance: the same application id, a state directory each, and {@code
+   * overrides} on top.
+   */
+  private List<SendcapConfig> configs(
+      String applicationId, String bootstrap, BenchRedis redis, Path work, Properties overrides) {
+    List<SendcapConfig> configs = new ArrayList<>();
+    for (int i = 0; i < options.instances(); i++) {
+      Properties p =
+          BlastDriver.appProperties(
+              applicationId,
+              bootstrap,
+              redis.uri(),
+              work.resolve(applicationId + "-" + i),
+              options.policiesFile());
+      p.setProperty("cap.redis.cluster", Boolean.toString(redis.cluster()));
+      p.putAll(overrides);
+      configs.add(SendcapConfig.from(p, "bench pipeline, instance " + i));
+    }
+    return configs;
+  }
+
+  private Capped runCapped(
+      List<SendcapConfig> configs, String bootstrap, BenchRedis redis, BlastDriver blast) {
+    SendcapConfig.Topics t = configs.get(0).topics();
+    List<SendcapApp> apps = new ArrayList<>();
+    try {
+      for (SendcapConfig config : configs) {
+        progress.printf("starting sendcap instance %d of %d%n", apps.size() + 1, configs.size());
+        apps.add(SendcapApp.start(config));
+      }
+      awaitRunning(apps.stream().<Supplier<KafkaStreams.State>>map(a -> a::state).toList());
+      List<Integer> split =
+          awaitSplit(configs.get(0).streams().getProperty("application.id"), t.input(), bootstrap);
+      List<String> outputs = List.of(t.deliveries(), t.suppressed(), t.deadLetters());
+      TopicCounts counts = new TopicCounts();
+      Run run = timed("capped", t.input(), outputs, counts, bootstrap, redis, blast);
+      return new Capped(
+          run,
+          split,
+          counts.of(t.deliveries()),
+          counts.of(t.suppressed()),
+          counts.of(t.deadLetters()),
+          apps.stream().mapToLong(a -> a.redis().calls()).sum(),
+          apps.stream().mapToLong(a -> a.redis().decisions()).sum(),
+          apps.stream().mapToLong(a -> a.redis().flushes()).sum());
+    } finally {
+      progress.println("stopping the sendcap instance(s)");
+      apps.forEach(SendcapApp::close);
+    }
+  }
+
+  private Run runPassthrough(
+      List<SendcapConfig> configs,
+      String input,
+      String output,
+      String bootstrap,
+      BenchRedis redis,
+      BlastDriver blast) {
+    List<KafkaStreams> instances = new ArrayList<>();
+    try {
+      for (SendcapConfig config : configs) {
+        KafkaStreams streams =
+            new KafkaStreams(
+                Passthrough.topology(input, output), SendcapTopology.streamsProperties(config));
+        instances.add(streams);
+        streams.start();
+      }
+      awaitRunning(instances.stream().<Supplier<KafkaStreams.State>>map(s -> s::state).toList());
+      awaitSplit(configs.get(0).streams().getProperty("application.id"), input, bootstrap);
+      return timed(
+          "pass-through", input, List.of(output), new TopicCounts(), bootstrap, redis, blast);
+    } finally {
+      progress.println("stopping the pass-through instance(s)");
+      instances.forEach(s -> s.close(CLOSE_TIMEOUT));
+    }
+  }
+
+  /** Waits until the instances have split the input partitions between them, and says how. */
+  private List<Integer> awaitSplit(String applicationId, String input, String bootstrap) {
+    List<Integer> split =
+        InputSplit.await(
+            bootstrap,
+            applicationId,
+            input,
+            options.partitions(),
+            options.instances(),
+            RUNNING_TIMEOUT);
+    progress.printf("%s: %s partitions per instance: %s%n", applicationId, input, split);
+    return split;
+  }
+
+  /**
+   * Times one run: from producing the blast to {@code input} until one record per send has been
+   * read from {@code outputs} into {@code counts}. The reader is opened before the clock starts.
+   */
+  private Run timed(
+      String task,
+      String input,
+      List<String> outputs,
+      TopicCounts counts,
+      String bootstrap,
+      BenchRedis redis,
+      BlastDriver blast) {
+    try (OutputReader reader = new OutputReader(bootstrap, outputs)) {
+      double redisCpu = redis.cpuSeconds();
+      long jvmCpu = jvmCpuNanos();
+      long start = System.nanoTime();
+      CompletableFuture<Long> produced = blast.produceAsync(bootstrap, input);
+      blast.awaitOnePerSend(task, reader, counts, produced);
+      long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+      return new Run(
+          counts.total(),
+          produced.join(),
+          elapsedMs,
+          (jvmCpuNanos() - jvmCpu) / 1e9,
+          redis.cpuSeconds() - redisCpu);
+    }
+  }
+
+  /** The CPU time this JVM has used, every thread of it. */
+  private static long jvmCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
+  }
+
+  /**
+   * Waits until every instance is {@code RUNNING}, so that start-up and the rebalances of joining
+   * instances are not timed.
+   */
+  private static void awaitRunning(List<Supplier<KafkaStreams.State>> states) {
+    long deadline = System.nanoTime() + RUNNING_TIMEOUT.toNanos();
+    while (!states.stream().allMatch(s -> s.get() == KafkaStreams.State.RUNNING)) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException(
+            "Kafka Streams instances not all RUNNING within "
+                + RUNNING_TIMEOUT.toSeconds()
+                + " s: "
+                + states.stream().map(Supplier::get).toList());
+      }
+      try {
+        Thread.sleep(POLL_INTERVAL.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for Kafka Streams", e);
+      }
+    }
+  }
+}

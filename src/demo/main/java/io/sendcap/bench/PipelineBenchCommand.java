@@ -1,0 +1,227 @@
+package io.sendcap.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sendcap.blast.BlastOptions;
+import java.io.PrintWriter;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code sendcap bench pipeline}: capped end-to-end throughput against a pass-through topology. */
+@Command(
+    name = "pipeline",
+    mixinStandardHelpOptions = true,
+    description =
+        "Blasts generated sends through sendcap (the production topology, exactly-once) and then"
+            + " the same records through a pass-through Kafka Streams topology on the same embedded"
+            + " broker, and prints both throughputs and their ratio.")
+final class PipelineBenchCommand implements Callable<Integer> {
+  @Spec CommandSpec spec;
+
+  @Mixin BlastOptions blast;
+
+  @Option(
+      names = "--instances",
+      description =
+          "Application instances of each run, in this JVM, sharing the partitions (default:"
+              + " ${DEFAULT-VALUE}).")
+  int instances = 1;
+
+  @Option(
+      names = "--redis-cluster-nodes",
+      description =
+          "0 for one standalone embedded Redis, or the masters of an embedded Redis Cluster, at"
+              + " least 3 (default: ${DEFAULT-VALUE}).")
+  int redisClusterNodes = 0;
+
+  @Option(
+      names = "--warm-up-sends",
+      description =
+          "Sends blasted through both pipelines, untimed, before the timed runs, so that neither"
+              + " pays for the JIT compiler (default: a fifth of --sends; 0: none).")
+  int warmUpSends = -1;
+
+  @Option(names = "--json", description = "Also print the figures as one JSON line, last.")
+  boolean json;
+
+  @Override
+  public Integer call() throws Exception {
+    validate();
+    long start = System.nanoTime();
+    PipelineBench.Options options =
+        new PipelineBench.Options(
+            blast.sends(),
+            blast.users(),
+            blast.partitions(),
+            instances,
+            redisClusterNodes,
+            blast.seed(),
+            blast.policies(),
+            warmUpSends());
+    PipelineBench.Result r = new PipelineBench(options, System.err).run();
+    long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+    PrintWriter out = spec.commandLine().getOut();
+    print(out, r);
+    if (json) {
+      out.println(new ObjectMapper().writeValueAsString(summary(r, elapsedMs)));
+    }
+    out.flush();
+    return accountedFor(r) ? 0 : 1;
+  }
+
+  private int warmUpSends() {
+    return warmUpSends >= 0 ? warmUpSends : blast.sends() / 5;
+  }
+
+  private void validate() {
+    blast.validate(spec);
+    if (instances < 1) {
+      throw new ParameterException(spec.commandLine(), "--instances must be positive");
+    }
+    if (redisClusterNodes != 0 && redisClusterNodes < BenchRedis.MIN_CLUSTER_NODES) {
+      throw new ParameterException(
+          spec.commandLine(),
+          "--redis-cluster-nodes must be 0 (standalone) or at least "
+              + BenchRedis.MIN_CLUSTER_NODES
+              + ", was "
+              + redisClusterNodes);
+    }
+  }
+
+  /** Whether every send came out of each run once, from the same input bytes. */
+  private boolean accountedFor(PipelineBench.Result r) {
+    return r.capped().run().records() == blast.sends()
+        && r.passthrough().records() == blast.sends()
+        && r.capped().run().inputBytes() == r.passthrough().inputBytes();
+  }
+
+  private void print(PrintWriter out, PipelineBench.Result r) {
+    PipelineBench.Run capped = r.capped().run();
+    PipelineBench.Run passthrough = r.passthrough();
+    PipelineBench.Capped c = r.capped();
+    out.printf(
+        "%npipeline: %,d sends over %,d users, %d partitions, %d instance(s), %s, exactly-once,"
+            + " after a warm-up of %,d sends through each%n",
+        blast.sends(), blast.users(), blast.partitions(), instances, r.redis(), warmUpSends());
+    both(out, "", "capped", "pass-through");
+    both(
+        out,
+        "records/s, first produced to last read",
+        whole(capped.perSecond()),
+        whole(passthrough.perSecond()));
+    both(out, "elapsed, s", seconds(capped.elapsedMs()), seconds(passthrough.elapsedMs()));
+    both(
+        out,
+        "JVM CPU per record, us",
+        oneDecimal(capped.jvmCpuMicrosPerRecord()),
+        oneDecimal(passthrough.jvmCpuMicrosPerRecord()));
+    both(
+        out,
+        "Redis CPU per record, us",
+        oneDecimal(capped.redisCpuMicrosPerRecord()),
+        oneDecimal(passthrough.redisCpuMicrosPerRecord()));
+    out.println("  the JVM runs the broker, the instances, the producer and the reader");
+    both(
+        out,
+        "records read from the output topics",
+        whole(capped.records()),
+        whole(passthrough.records()));
+    both(
+        out,
+        "input bytes (keys and values)",
+        whole(capped.inputBytes()),
+        whole(passthrough.inputBytes()));
+    row(out, "input partitions per sendcap instance", splitOf(c));
+    row(out, "  allowed", whole(c.allowed()));
+    row(out, "  suppressed", whole(c.suppressed()));
+    row(out, "  dead letters (DLQ)", whole(c.deadLetters()));
+    row(out, "sends decided per Redis round trip", oneDecimal(r.capped().decisionsPerRoundTrip()));
+    row(out, "script calls per Redis round trip", oneDecimal(r.capped().callsPerRoundTrip()));
+    row(out, "sends decided per script call", oneDecimal(r.capped().decisionsPerCall()));
+    row(out, "Redis CPU per decision, us", oneDecimal(r.capped().redisCpuMicrosPerDecision()));
+    if (redisClusterNodes > 0) {
+      out.println(
+          "  a round trip here is one pipelined flush: one request to each master, at once");
+    }
+    row(out, "peak heap, MB (sum of pool peaks)", megabytes(r.memory().heapBytes()));
+    row(out, "peak RSS, MB (VmHWM)", megabytes(r.memory().rssBytes()));
+    out.println("  memory is of the one JVM that ran the broker, every instance of both runs,");
+    out.println("  the producer and the readers; Redis runs in processes of its own");
+    out.println();
+    out.printf("%-40s %14.2f  target >= 0.5%n", "capped / pass-through", r.ratio());
+  }
+
+  private static void both(PrintWriter out, String label, String capped, String passthrough) {
+    out.printf("%-40s %14s %14s%n", label, capped, passthrough);
+  }
+
+  private static String whole(double v) {
+    return String.format("%,.0f", v);
+  }
+
+  private static String seconds(long ms) {
+    return String.format("%.1f", ms / 1000.0);
+  }
+
+  private static String splitOf(PipelineBench.Capped c) {
+    return String.join(" + ", c.split().stream().map(String::valueOf).toList());
+  }
+
+  private static void row(PrintWriter out, String label, String value) {
+    out.printf("%-40s %14s%n", label, value);
+  }
+
+  private static double round1(double v) {
+    return Math.round(v * 10) / 10.0;
+  }
+
+  private static String oneDecimal(double v) {
+    return String.format("%.1f", v);
+  }
+
+  private static String megabytes(long bytes) {
+    return bytes < 0 ? "not measured" : whole(bytes / 1e6);
+  }
+
+  private Map<String, Object> summary(PipelineBench.Result r, long elapsedMs) {
+    PipelineBench.Run capped = r.capped().run();
+    PipelineBench.Capped c = r.capped();
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("sends", blast.sends());
+    m.put("users", blast.users());
+    m.put("partitions", blast.partitions());
+    m.put("instances", instances);
+    m.put("redis_cluster_nodes", redisClusterNodes);
+    m.put("partitions_per_instance", c.split());
+    m.put("capped_per_s", Math.round(capped.perSecond()));
+    m.put("passthrough_per_s", Math.round(r.passthrough().perSecond()));
+    m.put("ratio", Math.round(r.ratio() * 100) / 100.0);
+    m.put("capped_elapsed_ms", capped.elapsedMs());
+    m.put("passthrough_elapsed_ms", r.passthrough().elapsedMs());
+    m.put("capped_jvm_cpu_us_per_record", round1(capped.jvmCpuMicrosPerRecord()));
+    m.put("capped_redis_cpu_us_per_record", round1(capped.redisCpuMicrosPerRecord()));
+    m.put("passthrough_jvm_cpu_us_per_record", round1(r.passthrough().jvmCpuMicrosPerRecord()));
+    m.put("allowed", c.allowed());
+    m.put("suppressed", c.suppressed());
+    m.put("dlq", c.deadLetters());
+    m.put("passthrough_records", r.passthrough().records());
+    m.put("input_bytes", capped.inputBytes());
+    m.put("decisions_per_round_trip", Math.round(r.capped().decisionsPerRoundTrip() * 10) / 10.0);
+    m.put("calls_per_round_trip", Math.round(r.capped().callsPerRoundTrip() * 10) / 10.0);
+    m.put("redis_round_trips", r.capped().redisFlushes());
+    m.put("decisions_per_call", Math.round(r.capped().decisionsPerCall() * 10) / 10.0);
+    m.put("redis_cpu_us_per_decision", round1(r.capped().redisCpuMicrosPerDecision()));
+    m.put("peak_heap_bytes", r.memory().heapBytes());
+    m.put("max_heap_bytes", r.memory().maxHeapBytes());
+    m.put("peak_rss_bytes", r.memory().rssBytes());
+    m.put("warm_up_sends", warmUpSends());
+    m.put("elapsed_ms", elapsedMs);
+    return m;
+  }
+}

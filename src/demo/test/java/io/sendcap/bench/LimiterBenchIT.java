@@ -1,0 +1,48 @@
+package io.sendcap.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.sendcap.testing.Cli;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** {@code sendcap bench limiter} run end to end with a small workload on an embedded Redis. */
+class LimiterBenchIT {
+  @Test
+  void everyFigureIsMeasuredAndPrintedAsJsonLast() throws Exception {
+    Cli.Result run =
+        Cli.run(
+            "bench",
+            "limiter",
+            "--sends",
+            "4000",
+            "--users",
+            "400",
+            "--one-at-a-time-sends",
+            "500",
+            "--memory-users",
+            "300",
+            "--json");
+
+    assertThat(run.exit()).isZero();
+    JsonNode figures = run.lastLineJson();
+    for (String key :
+        List.of(
+            "pipelined_per_s",
+            "ceiling_per_s",
+            "one_at_a_time_per_s",
+            "seed_ceiling_per_s",
+            "bucket4j_per_s",
+            "redisson_per_s",
+            "bytes_per_user",
+            "one_per_call_ceiling_per_s",
+            "redis_cpu_us_per_decision",
+            "one_per_call_redis_cpu_us_per_decision",
+            "seed_redis_cpu_us_per_decision")) {
+      assertThat(figures.get(key).asDouble()).as(key).isPositive();
+    }
+    assertThat(run.lines()).anyMatch(l -> l.startsWith("sendcap ceiling / seed ceiling"));
+    assertThat(figures.get("ceiling_below_pipelined").isBoolean()).isTrue();
+  }
+}

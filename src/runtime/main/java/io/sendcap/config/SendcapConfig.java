@@ -1,0 +1,567 @@
+package io.sendcap.config;
+
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.serde.AvroSerdes;
+import io.sendcap.serde.SchemaRegistrySettings;
+import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+import org.apache.avro.Schema;
+import org.apache.avro.SchemaParseException;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.streams.StreamsConfig;
+
+/**
+ * The application's settings, read and validated once at start-up.
+ *
+ * <p>Keys under {@code topic.}, {@code cap.}, {@code batch.}, {@code policies.}, {@code segments.},
+ * {@code avro.}, {@code http.}, {@code health.} and {@code schema.registry.}, and {@code
+ * auto.register.schemas}, are sendcap's own; every other key is a Kafka Streams or client property
+ * and is passed to Kafka Streams as it is. The schema registry's keys go to the Avro serde only:
+ * with {@code avro.serde=confluent} sendcap validates them, with a serde class name they are that
+ * class's to validate. {@code config/sendcap.properties} lists every key with its default.
+ *
+ * @param streams the Kafka Streams properties, sendcap's defaults applied
+ * @param topics the topic names
+ * @param policiesFile the policy file, used until a version is published on {@code topic.policies}
+ * @param segmentsLoadTimeout how long start-up waits for every segment the policies name
+ * @param limiter the settings of the Redis limiter
+ * @param mode whether capped sends are suppressed ({@code enforce}) or delivered all the same and
+ *     only reported on the suppressed topic ({@code shadow})
+ * @param batch when a task's micro-batch is flushed
+ * @param avroSerde {@code single-object}, {@code confluent}, or the class name of a Kafka {@code
+ *     Serde} for Avro
+ * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
+ *     the {@code single-object} serde; a registry-backed serde finds them itself)
+ * @param schemaRegistry the schema registry settings as set ({@code schema.registry.*} and {@code
+ *     auto.register.schemas}), for the Avro serde; valid when {@code avro.serde=confluent}
+ * @param httpHost the interface the metrics and health endpoint listens on ({@code 0.0.0.0}: all)
+ * @param httpPort the port of the metrics and health endpoint: 0 for a free one, -1 for none
+ * @param liveness when {@code /health/live} fails for stream threads that keep failing
+ * @param brokerTimeout how long a command waits for the Kafka brokers before it gives up
+ * @param effective every setting as in force, defaults applied, by key (sorted)
+ */
+public record SendcapConfig(
+    Properties streams,
+    Topics topics,
+    Path policiesFile,
+    Duration segmentsLoadTimeout,
+    Limiter limiter,
+    Mode mode,
+    Batch batch,
+    String avroSerde,
+    List<Schema> writerSchemas,
+    Map<String, String> schemaRegistry,
+    String httpHost,
+    int httpPort,
+    Liveness liveness,
+    Duration brokerTimeout,
+    Map<String, String> effective) {
+
+  /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
+  public static final String SINGLE_OBJECT = AvroSerdes.SINGLE_OBJECT;
+
+  /** {@code avro.serde} for the Confluent wire format with a schema registry. */
+  public static final String CONFLUENT = AvroSerdes.CONFLUENT;
+
+  /** The default of {@code http.port}. */
+  public static final int DEFAULT_HTTP_PORT = 8080;
+
+  /**
+   * How far a send's {@code scheduledAt} may lie from its record's timestamp ({@code
+   * cap.max-skew.ms}); see {@link Limiter#maxSkew()}.
+   */
+  public Duration maxSkew() {
+    return limiter.maxSkew();
+  }
+
+  private static final Set<String> OWN_PREFIXES =
+      Set.of(
+          "topic.",
+          "cap.",
+          "batch.",
+          "policies.",
+          "segments.",
+          "avro.",
+          "http.",
+          "health.",
+          "schema.registry.");
+
+  /** sendcap's own keys outside its prefixes: Confluent's name for it. */
+  private static final Set<String> OWN_KEYS =
+      Set.of(SchemaRegistrySettings.AUTO_REGISTER, "broker.timeout.ms");
+
+  /** Topic names. */
+  public record Topics(
+      String input,
+      String deliveries,
+      String suppressed,
+      String deadLetters,
+      String segments,
+      String policies) {}
+
+  /**
+   * The liveness rule for stream threads that keep failing: {@code /health/live} fails, for good,
+   * once more than {@code maxThreadReplacements} failed stream threads were replaced within {@code
+   * replacementWindow}.
+   */
+  public record Liveness(int maxThreadReplacements, Duration replacementWindow) {}
+
+  /** What a capped send becomes. */
+  public enum Mode {
+    /** Suppressed: it goes to the suppressed topic only. */
+    ENFORCE,
+    /**
+     * Delivered all the same, and also written to the suppressed topic marked as shadow: a policy
+     * tried on live traffic before it is enforced.
+     */
+    SHADOW
+  }
+
+  /** When a task flushes its micro-batch: at {@code maxRecords} or after {@code maxWait}. */
+  public record Batch(int maxRecords, Duration maxWait) {}
+
+  /** What a send is checked against when Redis cannot be reached. */
+  public enum FailureMode {
+    /** Retry with backoff and decide nothing until Redis answers: nothing lost. */
+    BLOCK,
+    /** Deliver unchecked, marked fail-open. */
+    ALLOW,
+    /** Suppress with reason LIMITER_UNAVAILABLE. */
+    SUPPRESS
+  }
+
+  /** Which time a decision is made at. */
+  public enum Clock {
+    /** The instance's wall clock. */
+    WALL,
+    /** The send's {@code scheduledAt}: deterministic replays and tests. */
+    EVENT
+  }
+
+  /**
+   * Settings of the Redis limiter.
+   *
+   * @param uris the Redis URIs: one for standalone, one or more seeds for a cluster
+   * @param cluster whether the URIs name a Redis Cluster
+   * @param keyPrefix the prefix of every key sendcap writes
+   * @param timeout how long one pipelined batch may take before Redis counts as unreachable
+   * @param failureMode what happens while Redis is unreachable
+   * @param clock which time decisions are made at
+   * @param idempotencyRetention how long a logged send is kept at least, even when it has left
+   *     every window, so that a replay of it within this time is recognised and not counted again
+   * @param sendsPerCall how many sends one script call decides at most
+   * @param globalLease how long an instance holds tokens of a global cap before unused ones go back
+   * @param maxSkew how far a send's {@code scheduledAt} may lie from its record's timestamp, and
+   *     under the event clock behind the newest record timestamp of its partition; a send beyond it
+   *     goes to the dead-letter topic
+   * @param keyBuckets how many hash tags users' keys share ({@code PREFIX{TAG}USERID}), so that a
+   *     script call on a cluster decides many sends; 0 for one tag per user ({@code
+   *     PREFIX{USERID}})
+   */
+  public record Limiter(
+      List<String> uris,
+      boolean cluster,
+      String keyPrefix,
+      Duration timeout,
+      FailureMode failureMode,
+      Clock clock,
+      Duration idempotencyRetention,
+      int sendsPerCall,
+      Duration globalLease,
+      Duration maxSkew,
+      int keyBuckets) {
+    /** Creates the settings; the list is copied. */
+    public Limiter {
+      uris = List.copyOf(uris);
+    }
+  }
+
+  /** Reads and validates a properties file. */
+  public static SendcapConfig load(Path file) {
+    return load(file, Map.of());
+  }
+
+  /** Reads a properties file, applies {@code overrides} on top of it, and validates the result. */
+  public static SendcapConfig load(Path file, Map<String, String> overrides) {
+    Properties props = new Properties();
+    try (var reader = Files.newBufferedReader(file)) {
+      props.load(reader);
+    } catch (IOException e) {
+      throw new InvalidConfigException(
+          file.toString(), List.of("cannot read the configuration: " + e.getMessage()));
+    }
+    props.putAll(overrides);
+    return from(props, new Problems(file.toString(), overrides.keySet()));
+  }
+
+  /** Validates properties, reporting every invalid value at once; {@code source} names them. */
+  public static SendcapConfig from(Properties props, String source) {
+    return from(props, new Problems(source));
+  }
+
+  private static SendcapConfig from(Properties props, Problems problems) {
+    Values r = new Values(props, problems);
+    Topics topics =
+        new Topics(
+            r.string("topic.input"),
+            r.string("topic.deliveries"),
+            r.string("topic.suppressed"),
+            r.string("topic.dlq"),
+            r.string("topic.segments"),
+            r.string("topic.policies"));
+    boolean cluster = r.bool("cap.redis.cluster");
+    Limiter limiter =
+        new Limiter(
+            r.redisUris("cap.redis.uri"),
+            cluster,
+            r.string("cap.redis.key-prefix"),
+            r.duration("cap.redis.timeout.ms"),
+            r.choice("cap.redis.failure-mode", FailureMode.class),
+            r.choice("cap.clock", Clock.class),
+            r.duration("cap.idempotency.retention.ms"),
+            r.integer("cap.redis.sends-per-call"),
+            r.duration("cap.global.lease.ms"),
+            r.duration("cap.max-skew.ms"),
+            r.keyBuckets("cap.redis.key-buckets", cluster));
+    Mode mode = r.choice("cap.mode", Mode.class);
+    Batch batch = new Batch(r.integer("batch.max.records"), r.duration("batch.max.wait.ms"));
+    Path policies = Installation.resolve(Path.of(r.string("policies.file")));
+    Duration segments = r.duration("segments.load.timeout.ms");
+    String serde = r.string("avro.serde");
+    List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
+    Map<String, String> schemaRegistry = r.schemaRegistry(serde);
+    String httpHost = r.string("http.host");
+    int httpPort = r.integer("http.port");
+    Liveness liveness =
+        new Liveness(
+            r.integer("health.live.max-thread-replacements"),
+            r.duration("health.live.replacement-window.ms"));
+    Duration brokerTimeout = r.duration("broker.timeout.ms");
+    Properties streams = r.streams();
+    r.withinTheTransaction(limiter.timeout(), streams);
+    r.problems.throwIfAny();
+    return new SendcapConfig(
+        streams,
+        topics,
+        policies,
+        segments,
+        limiter,
+        mode,
+        batch,
+        serde,
+        writerSchemas,
+        schemaRegistry,
+        httpHost,
+        httpPort,
+        liveness,
+        brokerTimeout,
+        Collections.unmodifiableMap(r.effective));
+  }
+
+  /**
+   * The settings in force as one line of {@code key=value} pairs, sorted, with secrets masked: the
+   * values of keys that name a password, secret, token, JAAS configuration or user info, and the
+   * user info of URIs. For the start-up log.
+   */
+  public String describe() {
+    StringBuilder line = new StringBuilder();
+    effective.forEach(
+        (key, value) -> {
+          if (line.length() > 0) {
+            line.append(", ");
+          }
+          line.append(key)
+              .append('=')
+              .append(SECRET_KEY.matcher(key).find() ? "[hidden]" : unlessUserInfo(value));
+        });
+    return line.toString();
+  }
+
+  private static final Pattern SECRET_KEY =
+      Pattern.compile("(?i)password|secret|token|jaas|user\\.info|credentials");
+  private static final Pattern USER_INFO = Pattern.compile("(\\w+://)[^@/,]*@");
+
+  private static String unlessUserInfo(String value) {
+    return USER_INFO.matcher(value).replaceAll("$1[hidden]@");
+  }
+
+  /** Reads typed values, recording a problem for each invalid one and for unknown own keys. */
+  private static final class Values {
+    private static final String AUTO = "auto";
+    private static final int CLUSTER_KEY_BUCKETS = 32;
+
+    private final Properties props;
+    private final Problems problems;
+    private final Map<String, String> effective = new TreeMap<>();
+
+    Values(Properties props, Problems problems) {
+      this.props = props;
+      this.problems = problems;
+      // A Serde class named by avro.serde reads the schema registry's keys: they are its to check.
+      String serde = props.getProperty("avro.serde", Settings.defaultOf("avro.serde")).trim();
+      boolean serdeClass = !serde.equals(SINGLE_OBJECT) && !serde.equals(CONFLUENT);
+      for (String key : new TreeMap<>(props).keySet().stream().map(String::valueOf).toList()) {
+        if (isOwn(key) && Settings.of(key).isEmpty() && !(serdeClass && isSchemaRegistry(key))) {
+          problems.add(key, props.getProperty(key), "unknown key; see config/sendcap.properties");
+        }
+      }
+    }
+
+    private static boolean isOwn(String key) {
+      return OWN_PREFIXES.stream().anyMatch(key::startsWith) || OWN_KEYS.contains(key);
+    }
+
+    private static boolean isSchemaRegistry(String key) {
+      return key.startsWith("schema.registry.") || key.equals(SchemaRegistrySettings.AUTO_REGISTER);
+    }
+
+    /**
+     * The schema registry's settings as set, for the Avro serde. Under {@code avro.serde=confluent}
+     * they are validated ({@code schema.registry.url} is required) and their defaults shown in the
+     * settings line.
+     */
+    Map<String, String> schemaRegistry(String serde) {
+      Map<String, String> settings = new TreeMap<>();
+      for (String key : props.stringPropertyNames()) {
+        if (isSchemaRegistry(key)) {
+          settings.put(key, props.getProperty(key).trim());
+        }
+      }
+      if (serde.equals(CONFLUENT)) {
+        SchemaRegistrySettings.problems(settings).forEach(problems::add);
+        effective.put(
+            SchemaRegistrySettings.AUTO_REGISTER,
+            settings.getOrDefault(SchemaRegistrySettings.AUTO_REGISTER, "true"));
+        effective.put(
+            SchemaRegistrySettings.REQUEST_TIMEOUT,
+            settings.getOrDefault(
+                SchemaRegistrySettings.REQUEST_TIMEOUT,
+                String.valueOf(SchemaRegistrySettings.DEFAULT_REQUEST_TIMEOUT_MS)));
+      }
+      effective.putAll(settings);
+      return Collections.unmodifiableMap(settings);
+    }
+
+    String string(String key) {
+      String defaultValue = Settings.defaultOf(key);
+      String value = props.getProperty(key, defaultValue).trim();
+      effective.put(key, value);
+      if (value.isEmpty()) {
+        problems.add(key, value, "a non-empty value");
+        return defaultValue;
+      }
+      return value;
+    }
+
+    boolean bool(String key) {
+      String value = string(key);
+      if (!value.equals("true") && !value.equals("false")) {
+        problems.add(key, value, "true or false");
+        return Boolean.parseBoolean(Settings.defaultOf(key));
+      }
+      return Boolean.parseBoolean(value);
+    }
+
+    int integer(String key) {
+      Settings.Setting setting = Settings.of(key).orElseThrow();
+      String value = string(key);
+      try {
+        int n = Integer.parseInt(value);
+        if (n >= setting.min() && n <= setting.max()) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      problems.add(key, value, "a whole number from " + setting.min() + " to " + setting.max());
+      return Integer.parseInt(Settings.defaultOf(key));
+    }
+
+    /**
+     * A positive duration: a whole number of milliseconds, as the key's name says, or a number with
+     * a unit ({@code 500ms}, {@code 30s}, {@code 15m}, {@code 1h}, {@code 7d}), at most {@link
+     * Durations#MAX}.
+     */
+    Duration duration(String key) {
+      String value = string(key);
+      Optional<Duration> parsed = parseDuration(value);
+      if (parsed.isEmpty()) {
+        problems.add(
+            key,
+            value,
+            "a whole number of milliseconds from 1, or a number with a unit (500ms, 30s, 15m, 1h,"
+                + " 7d), at most 3650d");
+        return parseDuration(Settings.defaultOf(key)).orElseThrow();
+      }
+      return parsed.get();
+    }
+
+    private static Optional<Duration> parseDuration(String value) {
+      if (value.matches("\\d{1,13}")) {
+        Duration d = Duration.ofMillis(Long.parseLong(value));
+        return d.isZero() || d.compareTo(Durations.MAX) > 0 ? Optional.empty() : Optional.of(d);
+      }
+      return Durations.parse(value);
+    }
+
+    /**
+     * The number of hash tags users' keys share: {@code auto} (the default) is 32 on a Redis
+     * Cluster and 0 (one tag per user) on a standalone Redis.
+     */
+    int keyBuckets(String key, boolean cluster) {
+      String value = string(key);
+      if (value.equals(AUTO)) {
+        return cluster ? CLUSTER_KEY_BUCKETS : 0;
+      }
+      try {
+        int n = Integer.parseInt(value);
+        if (n >= 0 && n <= 1024) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      problems.add(
+          key, value, "auto (32 on a cluster, 0 otherwise) or a whole number from 0 to 1024");
+      return cluster ? CLUSTER_KEY_BUCKETS : 0;
+    }
+
+    <E extends Enum<E>> E choice(String key, Class<E> type) {
+      String value = string(key);
+      for (E e : type.getEnumConstants()) {
+        if (name(e).equals(value)) {
+          return e;
+        }
+      }
+      List<String> allowed = Arrays.stream(type.getEnumConstants()).map(Values::name).toList();
+      problems.add(key, value, "one of " + String.join(", ", allowed));
+      String fallback = Settings.defaultOf(key);
+      return Arrays.stream(type.getEnumConstants())
+          .filter(e -> name(e).equals(fallback))
+          .findFirst()
+          .orElseThrow();
+    }
+
+    private static String name(Enum<?> e) {
+      return e.name().toLowerCase(Locale.ROOT);
+    }
+
+    List<String> redisUris(String key) {
+      List<String> uris = new ArrayList<>();
+      for (String uri : string(key).split(",")) {
+        String trimmed = uri.trim();
+        if (validRedisUri(trimmed)) {
+          uris.add(trimmed);
+        } else {
+          problems.add(key, trimmed, "redis://host:port or rediss://host:port, comma-separated");
+        }
+      }
+      return uris;
+    }
+
+    private static boolean validRedisUri(String uri) {
+      try {
+        URI parsed = new URI(uri);
+        return ("redis".equals(parsed.getScheme()) || "rediss".equals(parsed.getScheme()))
+            && parsed.getHost() != null;
+      } catch (URISyntaxException e) {
+        return false;
+      }
+    }
+
+    /** Parses a comma-separated list of {@code .avsc} files; empty when the key is not set. */
+    List<Schema> schemas(String key) {
+      String value = props.getProperty(key, "").trim();
+      effective.put(key, value);
+      List<Schema> schemas = new ArrayList<>();
+      for (String file : value.isEmpty() ? new String[0] : value.split(",")) {
+        try {
+          Schema schema = new Schema.Parser().parse(Path.of(file.trim()).toFile());
+          if (schema.getFullName().equals(ScheduledSend.SCHEMA$.getFullName())) {
+            schemas.add(schema);
+          } else {
+            problems.add(
+                key, file.trim(), "schemas of " + ScheduledSend.SCHEMA$.getFullName() + " only");
+          }
+        } catch (IOException | SchemaParseException e) {
+          problems.add(key, file.trim(), "readable Avro schema files (.avsc): " + e.getMessage());
+        }
+      }
+      return List.copyOf(schemas);
+    }
+
+    /**
+     * Checks that a batch cannot hold its stream thread past the transaction timeout. One flush may
+     * wait for the batch before it (its Redis calls share {@code cap.redis.timeout.ms}) and then
+     * for the new batch's global-cap tokens (the same again); under exactly-once, that and the
+     * commit interval must fit in the producer's {@code transaction.timeout.ms}, or the broker
+     * aborts the transaction and fences the instance.
+     */
+    void withinTheTransaction(Duration redisTimeout, Properties streams) {
+      StreamsConfig config;
+      try {
+        config = new StreamsConfig(streams);
+      } catch (ConfigException e) {
+        return; // reported by streams()
+      }
+      if (!StreamsConfig.EXACTLY_ONCE_V2.equals(
+          config.getString(StreamsConfig.PROCESSING_GUARANTEE_CONFIG))) {
+        return;
+      }
+      long commit = config.getLong(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG);
+      long transaction =
+          Long.parseLong(
+              String.valueOf(
+                  config
+                      .getProducerConfigs("sendcap")
+                      .get(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG)));
+      long most = (transaction - commit) / 2;
+      if (redisTimeout.toMillis() > most) {
+        problems.add(
+            "cap.redis.timeout.ms",
+            redisTimeout.toMillis(),
+            "at most "
+                + most
+                + ": a flush may wait twice this for Redis, which with commit.interval.ms="
+                + commit
+                + " must stay below the producer's transaction.timeout.ms="
+                + transaction
+                + " under exactly_once_v2 (raise producer.transaction.timeout.ms, up to the"
+                + " broker's transaction.max.timeout.ms, to allow more)");
+      }
+    }
+
+    Properties streams() {
+      Properties streams = new Properties();
+      Settings.kafkaDefaults().forEach(streams::setProperty);
+      for (String key : props.stringPropertyNames()) {
+        if (!isOwn(key)) {
+          streams.setProperty(key, props.getProperty(key).trim());
+        }
+      }
+      try {
+        new StreamsConfig(streams);
+      } catch (ConfigException e) {
+        problems.add(e.getMessage());
+      }
+      streams.stringPropertyNames().forEach(k -> effective.put(k, streams.getProperty(k)));
+      return streams;
+    }
+  }
+}

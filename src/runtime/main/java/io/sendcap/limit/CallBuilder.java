@@ -1,0 +1,221 @@
+package io.sendcap.limit;
+
+import io.lettuce.core.cluster.SlotHash;
+import io.sendcap.avro.Channel;
+import io.sendcap.config.CalendarPeriods;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Groups the requests of a batch into calls of the caps script ({@code lua/sliding_log.lua}), each
+ * deciding up to {@code sendsPerCall} sends whose keys share a cluster slot, in request order
+ * within a slot.
+ *
+ * <p>The caps that apply to a send (its policy's caps for all channels or for the send's channel)
+ * form its <em>shape</em>; each call carries its distinct shapes once, and each send gives the
+ * argument index where its shape starts. Each send also carries the bounds of the current period of
+ * each of its calendar caps, computed here because they depend on the user's time zone and its
+ * daylight-saving changes. The layout is described in {@code lua/sliding_log.lua}.
+ */
+final class CallBuilder {
+  /** One script call and, for each send it decides, where its decision goes. */
+  record Call(ScriptCall script, int[] requestIndexes, List<int[]> capIndexes) {}
+
+  private final UserKeys keys;
+  private final long retentionMs;
+  private final long disorderMs;
+  private final int sendsPerCall;
+  private final boolean cluster;
+
+  /** Shapes by policy (compared by identity: policies are loaded once), then channel ordinal. */
+  private final Map<Policy, Shape[]> shapes = new IdentityHashMap<>();
+
+  /**
+   * @param keys the key of each user's log
+   * @param retentionMs how long a logged send is kept at least, for replays
+   * @param disorderMs how much longer, in wall time, a key must outlive its newest logged send
+   *     because sends are decided out of order: 0 under the wall clock; under the event clock,
+   *     twice the maximum skew (a send may be logged up to the skew ahead of its record's time, and
+   *     a send counting it may come up to the skew behind)
+   * @param sendsPerCall how many sends one call decides at most
+   * @param cluster whether calls must group sends by cluster slot
+   */
+  CallBuilder(UserKeys keys, long retentionMs, long disorderMs, int sendsPerCall, boolean cluster) {
+    this.keys = keys;
+    this.retentionMs = retentionMs;
+    this.disorderMs = disorderMs;
+    this.sendsPerCall = sendsPerCall;
+    this.cluster = cluster;
+  }
+
+  /** The calls that decide {@code requests}. */
+  List<Call> calls(List<CapRequest> requests) {
+    List<Call> calls = new ArrayList<>();
+    Map<Integer, Group> open = new LinkedHashMap<>();
+    for (int i = 0; i < requests.size(); i++) {
+      byte[] key = keys.key(requests.get(i).userId());
+      int slot = cluster ? SlotHash.getSlot(key) : 0;
+      Group group = open.computeIfAbsent(slot, s -> new Group());
+      group.add(i, key, requests.get(i));
+      if (group.size() == sendsPerCall) {
+        calls.add(group.build());
+        open.remove(slot);
+      }
+    }
+    open.values().forEach(g -> calls.add(g.build()));
+    return calls;
+  }
+
+  /** The sends of one call being assembled. */
+  private final class Group {
+    private final List<byte[]> keys = new ArrayList<>();
+    private final List<byte[]> sendArgs = new ArrayList<>();
+    private final List<Integer> indexes = new ArrayList<>();
+    private final List<int[]> capIndexes = new ArrayList<>();
+    private final Map<Shape, byte[]> shapeIndexes = new IdentityHashMap<>();
+    private final List<Shape> used = new ArrayList<>();
+    private int nextShapeIndex = 3;
+    private long timeFloor = Long.MAX_VALUE;
+
+    int size() {
+      return keys.size();
+    }
+
+    void add(int index, byte[] key, CapRequest r) {
+      Shape shape = shape(r.policy(), r.channel());
+      byte[] number = shapeIndexes.get(shape);
+      if (number == null) {
+        used.add(shape);
+        number = ascii(nextShapeIndex);
+        nextShapeIndex += shape.args().size();
+        shapeIndexes.put(shape, number);
+      }
+      keys.add(key);
+      indexes.add(index);
+      capIndexes.add(shape.capIndexes());
+      timeFloor = Math.min(timeFloor, r.timeFloor());
+      long now = r.now();
+      sendArgs.add(ascii(now));
+      sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
+      sendArgs.add(r.probe() ? probe(number) : number);
+      for (Cap cap : shape.caps()) {
+        if (cap.kind() != Cap.Kind.ROLLING) {
+          CalendarPeriods.Period period =
+              CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(now), r.effectiveZone());
+          sendArgs.add(ascii(period.start()));
+          sendArgs.add(ascii(period.end()));
+        }
+      }
+    }
+
+    Call build() {
+      List<byte[]> args = new ArrayList<>(nextShapeIndex - 1 + sendArgs.size());
+      args.add(ascii(nextShapeIndex));
+      args.add(ascii(timeFloor));
+      for (Shape shape : used) {
+        args.addAll(shape.args());
+      }
+      args.addAll(sendArgs);
+      ScriptCall call = new ScriptCall(keys.toArray(new byte[0][]), args.toArray(new byte[0][]));
+      return new Call(call, indexes.stream().mapToInt(Integer::intValue).toArray(), capIndexes);
+    }
+  }
+
+  /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */
+  private Shape shape(Policy policy, Channel channel) {
+    Shape[] byChannel = shapes.computeIfAbsent(policy, p -> new Shape[Channel.values().length]);
+    Shape shape = byChannel[channel.ordinal()];
+    if (shape == null) {
+      shape = Shape.of(policy, channel, retentionMs, disorderMs);
+      byChannel[channel.ordinal()] = shape;
+    }
+    return shape;
+  }
+
+  /**
+   * The caps of a policy that apply to sends on one channel, with their indexes in the policy and
+   * their encoding as script arguments.
+   */
+  private record Shape(List<Cap> caps, int[] capIndexes, List<byte[]> args) {
+    static Shape of(Policy policy, Channel channel, long retentionMs, long disorderMs) {
+      List<Cap> caps = policy.caps().stream().filter(c -> c.appliesTo(channel)).toList();
+      int[] indexes = caps.stream().mapToInt(policy.caps()::indexOf).toArray();
+      long interval = policy.minInterval().toMillis();
+      long horizon = Math.max(policy.logHorizon().toMillis(), retentionMs);
+      long ttl = Math.max(policy.horizon().toMillis(), horizon) + disorderMs;
+      List<byte[]> args = new ArrayList<>();
+      args.add(ascii(interval));
+      args.add(ascii(horizon));
+      args.add(ascii(ttl));
+      args.add(ascii(caps.size()));
+      for (Cap cap : caps) {
+        args.add(ascii(kind(cap)));
+        args.add(ascii(window(cap)));
+        args.add(ascii(cap.limit()));
+        args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
+        args.add(counterIdentity(cap));
+      }
+      return new Shape(caps, indexes, List.copyOf(args));
+    }
+
+    /** The script's code for how the cap counts. */
+    private static int kind(Cap cap) {
+      return switch (cap.algorithm()) {
+        case SLIDING_LOG -> cap.kind() == Cap.Kind.ROLLING ? 0 : 1;
+        case FIXED_WINDOW -> 2;
+        case SLIDING_WINDOW -> 3;
+        case TOKEN_BUCKET -> 4;
+      };
+    }
+
+    /** The window in ms; a token bucket's emission interval; 0 for a calendar period. */
+    private static long window(Cap cap) {
+      if (cap.kind() != Cap.Kind.ROLLING) {
+        return 0;
+      }
+      return cap.algorithm() == Cap.Algorithm.TOKEN_BUCKET
+          ? cap.emissionIntervalMs()
+          : cap.window().toMillis();
+    }
+  }
+
+  /**
+   * The identity of a counter cap's state in the user's sorted set, after the script's tag byte:
+   * the window in ms, {@code /limit} for a token bucket (whose state is measured in emission
+   * intervals), {@code :channel code} for a cap of one channel; empty for a sliding log. Caps of
+   * the same algorithm, window and channel count the same sends, so they share their state, also
+   * across policies: a user who moves to another segment keeps what was counted.
+   */
+  static byte[] counterIdentity(Cap cap) {
+    if (cap.countsTheLog()) {
+      return new byte[0];
+    }
+    StringBuilder id = new StringBuilder().append(cap.window().toMillis());
+    if (cap.algorithm() == Cap.Algorithm.TOKEN_BUCKET) {
+      id.append('/').append(cap.limit());
+    }
+    if (cap.channel() != null) {
+      id.append(':').append(MessageIds.channelCode(cap.channel()));
+    }
+    return id.toString().getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** A shape's index marked as a probe's: negative. */
+  private static byte[] probe(byte[] number) {
+    byte[] negative = new byte[number.length + 1];
+    negative[0] = '-';
+    System.arraycopy(number, 0, negative, 1, number.length);
+    return negative;
+  }
+
+  private static byte[] ascii(long n) {
+    return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
+  }
+}

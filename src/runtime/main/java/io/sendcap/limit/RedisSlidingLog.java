@@ -1,0 +1,281 @@
+package io.sendcap.limit;
+
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
+import io.sendcap.config.SendcapConfig;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link CapStore} on Redis: one sorted set per user, holding the user's log of sends (the
+ * exact sliding log, and the idempotency ids of every algorithm) and the counters of caps of the
+ * other algorithms, checked and recorded by {@code lua/sliding_log.lua} called with EVALSHA.
+ *
+ * <p>A batch is split into calls of up to {@code cap.redis.sends-per-call} sends (on a cluster,
+ * sends whose keys share a slot), written with auto-flush off and flushed once, so it costs one
+ * network round trip per Redis node. Keys are {@code PREFIX{USERID}}, or {@code PREFIX{TAG}USERID}
+ * with {@code cap.redis.key-buckets} (see {@link UserKeys}): the hash tag keeps every key of one
+ * user in one cluster slot, and buckets put many users' keys in one slot, so that a call on a
+ * cluster decides many sends. If a node answers NOSCRIPT (script cache flushed, restart, failover),
+ * the script is loaded again and the failed calls are retried once.
+ */
+public final class RedisSlidingLog implements CapStore {
+  private static final Logger LOG = LoggerFactory.getLogger(RedisSlidingLog.class);
+
+  private final StatefulConnection<byte[], byte[]> connection;
+  private final RedisScriptingAsyncCommands<byte[], byte[]> scripting;
+  private final RedisConnector connector;
+  private final Duration timeout;
+  private final CallBuilder builder;
+
+  RedisSlidingLog(StatefulConnection<byte[], byte[]> connection, RedisConnector connector) {
+    this.connection = connection;
+    this.connector = connector;
+    this.timeout = connector.settings().timeout();
+    SendcapConfig.Limiter settings = connector.settings();
+    this.builder =
+        new CallBuilder(
+            new UserKeys(settings.keyPrefix(), settings.keyBuckets()),
+            settings.idempotencyRetention().toMillis(),
+            settings.clock() == SendcapConfig.Clock.EVENT ? 2 * settings.maxSkew().toMillis() : 0,
+            settings.sendsPerCall(),
+            settings.cluster());
+    this.scripting = scripting(connection);
+    connection.setAutoFlushCommands(false);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static RedisScriptingAsyncCommands<byte[], byte[]> scripting(
+      StatefulConnection<byte[], byte[]> connection) {
+    if (connection instanceof StatefulRedisClusterConnection<?, ?> cluster) {
+      return ((StatefulRedisClusterConnection<byte[], byte[]>) cluster).async();
+    }
+    return ((StatefulRedisConnection<byte[], byte[]>) connection).async();
+  }
+
+  @Override
+  public Pending submit(List<CapRequest> requests) {
+    return submit(requests, Deadline.NONE);
+  }
+
+  /**
+   * Sends the batch's calls and flushes them once; waiting for the decisions, a NOSCRIPT reload and
+   * the retry included, takes at most {@code cap.redis.timeout.ms} in all, and no longer than
+   * {@code deadline}.
+   */
+  @Override
+  public Pending submit(List<CapRequest> requests, Deadline deadline) {
+    Deadline answered = earlier(deadline, Deadline.in(timeout));
+    List<CallBuilder.Call> calls = builder.calls(requests);
+    List<RedisFuture<List<Object>>> futures = new ArrayList<>(calls.size());
+    for (CallBuilder.Call call : calls) {
+      futures.add(send(call));
+    }
+    long flushed = System.nanoTime();
+    flush(calls.size(), requests.size());
+    CompletableFuture.allOf(
+            futures.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new))
+        .whenComplete(
+            (done, failed) ->
+                connector.roundTrips().record(System.nanoTime() - flushed, TimeUnit.NANOSECONDS));
+    return () -> collect(calls, futures, requests.size(), answered);
+  }
+
+  private Deadline earlier(Deadline given, Deadline own) {
+    return given.remainingMillis(timeout) < own.remainingMillis(timeout) ? given : own;
+  }
+
+  private List<Decision> collect(
+      List<CallBuilder.Call> calls,
+      List<RedisFuture<List<Object>>> futures,
+      int size,
+      Deadline deadline) {
+    Decision[] decisions = new Decision[size];
+    List<CallBuilder.Call> noScript = new ArrayList<>();
+    for (int i = 0; i < calls.size(); i++) {
+      List<Object> reply = await(futures.get(i), deadline);
+      if (reply == null) {
+        noScript.add(calls.get(i));
+      } else {
+        place(calls.get(i), reply, decisions);
+      }
+    }
+    if (!noScript.isEmpty()) {
+      retryAfterReload(noScript, decisions, deadline);
+    }
+    return Arrays.asList(decisions);
+  }
+
+  /** The script calls that decide {@code requests}, as this log would send them. */
+  public List<ScriptCall> encode(List<CapRequest> requests) {
+    return builder.calls(requests).stream().map(CallBuilder.Call::script).toList();
+  }
+
+  private void retryAfterReload(
+      List<CallBuilder.Call> failed, Decision[] decisions, Deadline deadline) {
+    LOG.info(
+        "Redis at {} answered NOSCRIPT (script cache flushed, restart or failover);"
+            + " loading the script again and retrying {} calls",
+        connector.settings().uris(),
+        failed.size());
+    loadScript(deadline);
+    connector.recordReload();
+    List<RedisFuture<List<Object>>> retries = new ArrayList<>(failed.size());
+    for (CallBuilder.Call call : failed) {
+      retries.add(send(call));
+    }
+    flush(failed.size(), failed.stream().mapToInt(c -> c.requestIndexes().length).sum());
+    for (int j = 0; j < retries.size(); j++) {
+      List<Object> reply = await(retries.get(j), deadline);
+      if (reply == null) {
+        throw new LimiterUnavailableException(
+            "Redis answered NOSCRIPT again right after SCRIPT LOAD", null);
+      }
+      place(failed.get(j), reply, decisions);
+    }
+  }
+
+  private RedisFuture<List<Object>> send(CallBuilder.Call call) {
+    ScriptCall script = call.script();
+    return scripting.evalsha(connector.sha(), ScriptOutputType.MULTI, script.keys(), script.args());
+  }
+
+  /** Puts the decisions of one call's reply where their requests are. */
+  private static void place(CallBuilder.Call call, List<Object> reply, Decision[] decisions) {
+    int[] indexes = call.requestIndexes();
+    if (reply.size() != 4 * indexes.length) {
+      throw new IllegalStateException(
+          "Redis answered "
+              + reply.size()
+              + " values to a script call deciding "
+              + indexes.length
+              + " sends (4 each): the connection's replies are out of step with its calls");
+    }
+    for (int k = 0; k < indexes.length; k++) {
+      decisions[indexes[k]] = decision(reply, 4 * k, call.capIndexes().get(k));
+    }
+  }
+
+  /** Loads the script into every node's script cache. */
+  void loadScript() {
+    loadScript(Deadline.NONE);
+  }
+
+  private void loadScript(Deadline deadline) {
+    // With Redis Cluster, SCRIPT LOAD goes to every master over node connections that may open
+    // only after flushCommands() returned; with auto-flush off it would wait there unsent.
+    connection.setAutoFlushCommands(true);
+    RedisFuture<String> loaded = scripting.scriptLoad(connector.script());
+    try {
+      String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
+      if (!connector.sha().equals(sha)) {
+        throw new IllegalStateException(
+            "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
+      }
+    } catch (ExecutionException | TimeoutException e) {
+      throw unavailable("SCRIPT LOAD", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw unavailable("SCRIPT LOAD", e);
+    } finally {
+      connection.setAutoFlushCommands(false);
+    }
+  }
+
+  /**
+   * Sends a PING to every node this connection writes to: the server, or every cluster master.
+   *
+   * @throws LimiterUnavailableException if one does not answer
+   */
+  void ping() {
+    connection.setAutoFlushCommands(true);
+    try {
+      if (connection instanceof StatefulRedisClusterConnection<?, ?> cluster) {
+        for (RedisClusterNode node : cluster.getPartitions()) {
+          if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)) {
+            cluster.getConnection(node.getUri().getHost(), node.getUri().getPort()).sync().ping();
+          }
+        }
+      } else {
+        ((StatefulRedisConnection<?, ?>) connection).sync().ping();
+      }
+    } catch (RedisException e) {
+      throw unavailable("PING", e);
+    } finally {
+      connection.setAutoFlushCommands(false);
+    }
+  }
+
+  private void flush(int calls, int decisions) {
+    connection.flushCommands();
+    connector.recordFlush(calls, decisions);
+  }
+
+  /** Returns the reply, or null if the node did not have the script. */
+  private List<Object> await(RedisFuture<List<Object>> future, Deadline deadline) {
+    try {
+      return future.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RedisNoScriptException) {
+        return null;
+      }
+      throw unavailable("EVALSHA", e.getCause());
+    } catch (TimeoutException e) {
+      throw unavailable("EVALSHA", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw unavailable("EVALSHA", e);
+    }
+  }
+
+  private static Decision decision(List<Object> reply, int at, int[] capIndexes) {
+    int outcome = ((Long) reply.get(at)).intValue();
+    int cap = ((Long) reply.get(at + 1)).intValue();
+    int count = ((Long) reply.get(at + 2)).intValue();
+    long next = (Long) reply.get(at + 3);
+    return switch (outcome) {
+      case 0 -> new Decision(Decision.Outcome.ALLOWED, -1, 0, next);
+      case 1 -> new Decision(Decision.Outcome.DUPLICATE, -1, 0, next);
+      case 2 -> new Decision(Decision.Outcome.CAPPED, capIndexes[cap - 1], count, next);
+      case 3 -> new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
+      case 4 -> new Decision(Decision.Outcome.NOT_A_REPLAY, -1, 0, next);
+      default -> throw new IllegalStateException("unexpected script outcome " + outcome);
+    };
+  }
+
+  private LimiterUnavailableException unavailable(String what, Throwable cause) {
+    return new LimiterUnavailableException(
+        what
+            + " to Redis at "
+            + connector.settings().uris()
+            + " failed: "
+            + (cause == null ? "no answer" : cause.getMessage()),
+        cause);
+  }
+
+  /** Whether the connection is up (Lettuce reconnects a lost one on its own). */
+  boolean isConnected() {
+    return connection.isOpen();
+  }
+
+  @Override
+  public void close() {
+    connector.closed(this);
+    connection.close();
+  }
+}

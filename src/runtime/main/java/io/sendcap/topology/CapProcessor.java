@@ -1,0 +1,570 @@
+package io.sendcap.topology;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
+import io.sendcap.avro.internal.PendingHeader;
+import io.sendcap.avro.internal.PendingSend;
+import io.sendcap.config.LivePolicies;
+import io.sendcap.config.Policy;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapRequest;
+import io.sendcap.limit.CapStore;
+import io.sendcap.limit.Deadline;
+import io.sendcap.limit.Decision;
+import io.sendcap.limit.GlobalQuotas;
+import io.sendcap.limit.LimiterUnavailableException;
+import io.sendcap.segment.SegmentIndex;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Supplier;
+import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.streams.processor.Cancellable;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Decides the sends of one task in micro-batches: one pipelined round trip to the cap store per
+ * batch (two when a global cap runs out in it; see {@link #secondChance}), outputs forwarded in
+ * input order, each with its input record's key, timestamp and headers.
+ *
+ * <p>No loss: a send is put in a changelogged store ({@link PendingBuffer}: chunks of sends keyed
+ * by the input offset of their first) before {@code process()} returns, and deleted only after its
+ * decision has been forwarded from the stream thread. Kafka Streams commits input offsets, outputs
+ * and the store's changelog together, so a send whose offset is committed undecided is in the
+ * committed changelog: after a crash or a rebalance the store is restored (on this or another
+ * instance) and the send decided then. A batch is flushed when it holds {@code batch.max.records}
+ * sends, and by a wall-clock punctuator once its oldest send has waited {@code batch.max.wait.ms}.
+ * Deciding a send twice is harmless: the limiter is idempotent by message id.
+ *
+ * <p>Each batch is decided under one version of the policies, the newest when it is flushed, even
+ * if another arrives while it is in flight. Under {@code cap.mode=shadow} a capped send is
+ * delivered all the same and also written to the suppressed topic marked as shadow. Before a clean
+ * shutdown, {@link Undecided#startDraining()} makes the task decide its batch in hand at once.
+ *
+ * <p>A send with invalid values fails {@code process()} with an {@link InvalidSendException}, which
+ * {@link InvalidSendHandler} sends to the dead-letter topic. While the limiter is unreachable under
+ * {@code cap.redis.failure-mode=block}, sends stay in the buffer and {@link Backpressure} holds
+ * them back (the application pauses its input) until the limiter answers again.
+ *
+ * <p>It is longer than most classes here because one batch's life is one story, read top to bottom:
+ * buffered, flushed (time floor, deadline, tokens from {@link BatchTokens}), completed (or held, or
+ * decided by the failure mode), given its second chance, forwarded, dropped from the buffer.
+ */
+final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], SpecificRecord> {
+  private static final Logger LOG = LoggerFactory.getLogger(CapProcessor.class);
+
+  private final SendcapConfig config;
+  private final SegmentIndex segments;
+  private final LivePolicies policies;
+  private Rules rules;
+  private final Supplier<CapStore> capStores;
+  private final InstantSource wallClock;
+  private final String storeName;
+  private final Backpressure backpressure;
+  private final SendValidator validator;
+  private final DecisionMeters meters;
+  private final Undecided undecided;
+  private final GlobalQuotas quotas;
+  private TreeMap<Long, PendingSend> pending = new TreeMap<>();
+  private InFlight inFlight;
+
+  private ProcessorContext<byte[], SpecificRecord> context;
+  private PendingBuffer buffer;
+  private CapStore capStore;
+  private long oldestPendingSince;
+  private Cancellable punctuator;
+
+  CapProcessor(
+      SendcapConfig config,
+      LivePolicies policies,
+      SegmentIndex segments,
+      Supplier<CapStore> capStores,
+      InstantSource wallClock,
+      GlobalQuotas quotas,
+      Backpressure backpressure,
+      Undecided undecided,
+      MeterRegistry metrics,
+      String storeName) {
+    this.config = config;
+    this.segments = segments;
+    this.policies = policies;
+    this.undecided = undecided;
+    this.quotas = quotas;
+    this.capStores = capStores;
+    this.wallClock = wallClock;
+    this.storeName = storeName;
+    this.backpressure = backpressure;
+    this.validator =
+        new SendValidator(config.maxSkew(), config.limiter().clock() == SendcapConfig.Clock.EVENT);
+    this.meters = new DecisionMeters(metrics);
+  }
+
+  @Override
+  public void init(ProcessorContext<byte[], SpecificRecord> context) {
+    this.context = context;
+    KeyValueStore<Long, byte[]> store = context.getStateStore(storeName);
+    this.buffer = new PendingBuffer(store);
+    // Kafka Streams may close and init the same instance again (a revived task): what the buffer
+    // holds now is all there is to decide.
+    inFlight = null;
+    pending = buffer.restore();
+    if (!pending.isEmpty()) {
+      LOG.info("task {}: {} restored sends to decide", context.taskId(), pending.size());
+      undecided.add(pending.size());
+    }
+    oldestPendingSince = context.currentSystemTimeMs();
+    capStore = capStores.get();
+    Duration maxWait = config.batch().maxWait();
+    Duration tick =
+        Duration.ofMillis(Math.max(1, Math.min(maxWait.toMillis() / 2, Undecided.TICK.toMillis())));
+    punctuator = context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::punctuate);
+  }
+
+  @Override
+  public void process(Record<byte[], ScheduledSend> record) {
+    long offset =
+        context
+            .recordMetadata()
+            .orElseThrow(() -> new IllegalStateException("a send without input offset"))
+            .offset();
+    ScheduledSend send = record.value();
+    validator.check(send, record.timestamp(), context.currentStreamTimeMs());
+    String segment = segments.segmentOf(send.getUserId());
+    PendingSend entry =
+        new PendingSend(
+            record.key() == null ? null : ByteBuffer.wrap(record.key()),
+            record.timestamp(),
+            segment == null ? Policy.DEFAULT : segment,
+            send,
+            headersOf(record.headers()));
+    if (pending.isEmpty()) {
+      oldestPendingSince = context.currentSystemTimeMs();
+    }
+    buffer.add(offset, entry);
+    pending.put(offset, entry);
+    undecided.add(1);
+    if (undecided.draining()) {
+      flush();
+      complete();
+    } else if (pending.size() >= config.batch().maxRecords()) {
+      flush();
+    }
+  }
+
+  private void punctuate(long wallTime) {
+    quotas.sweep();
+    complete();
+    if (!pending.isEmpty()
+        && (undecided.draining()
+            || wallTime - oldestPendingSince >= config.batch().maxWait().toMillis())) {
+      flush();
+      if (undecided.draining()) {
+        complete();
+      }
+    }
+  }
+
+  /** One version of the policies, by segment, as a batch is decided under it. */
+  private record Rules(LivePolicies.Version version, Map<String, Policy> bySegment) {
+    static Rules of(LivePolicies.Version version) {
+      Map<String, Policy> bySegment = new HashMap<>();
+      version.policies().segments().forEach(p -> bySegment.put(p.segment(), p));
+      return new Rules(version, bySegment);
+    }
+
+    Policy of(String segment) {
+      Policy p = bySegment.get(segment);
+      return p == null ? version.policies().defaultPolicy() : p;
+    }
+  }
+
+  /** The rules of the newest version of the policies. */
+  private Rules rules() {
+    LivePolicies.Version current = policies.current();
+    if (rules == null || rules.version() != current) {
+      rules = Rules.of(current);
+    }
+    return rules;
+  }
+
+  /**
+   * A batch submitted to the cap store whose decisions have not been forwarded yet; its sends are
+   * still in the changelogged buffer. {@code asked} holds the input offsets of {@code requests}, in
+   * the same order.
+   */
+  private record InFlight(
+      TreeMap<Long, PendingSend> sends,
+      List<Long> chunks,
+      Rules rules,
+      BatchTokens tokens,
+      List<Long> asked,
+      List<CapRequest> requests,
+      CapStore.Pending decisions,
+      long now,
+      long timeFloor,
+      Deadline deadline) {}
+
+  /**
+   * Forwards the batch in flight, if any, then submits the pending sends and keeps them in flight
+   * while the next batch fills: Redis decides one batch while this thread reads the next. While the
+   * limiter is unreachable in block mode, the sends stay pending instead.
+   */
+  private void flush() {
+    complete();
+    if (backpressure.holding()) {
+      return;
+    }
+    long now = wallClock.millis();
+    Rules batchRules = rules();
+    TreeMap<Long, PendingSend> sends = pending;
+    List<Long> chunks = buffer.take();
+    pending = new TreeMap<>();
+    meters.batch(sends.size());
+    long floor = timeFloor(sends, now);
+    Deadline deadline = Deadline.in(config.limiter().timeout());
+    BatchTokens tokens;
+    try {
+      tokens =
+          BatchTokens.reserve(
+              quotas,
+              batchRules.version().policies().global(),
+              scheduled(sends),
+              send -> decisionTime(send, now),
+              deadline);
+    } catch (LimiterUnavailableException e) {
+      inFlight =
+          new InFlight(
+              sends,
+              chunks,
+              batchRules,
+              BatchTokens.none(),
+              List.of(),
+              List.of(),
+              failed(e),
+              now,
+              floor,
+              deadline);
+      return;
+    }
+    List<Long> asked = new ArrayList<>(sends.size());
+    List<CapRequest> requests = new ArrayList<>(sends.size());
+    for (Map.Entry<Long, PendingSend> e : sends.entrySet()) {
+      PendingSend p = e.getValue();
+      if (!p.getSend().getTransactional()) {
+        CapRequest request = request(p, batchRules.of(p.getSegment()), now, floor);
+        asked.add(e.getKey());
+        requests.add(tokens.isRefused(e.getKey()) ? request.asProbe() : request);
+      }
+    }
+    inFlight =
+        new InFlight(
+            sends,
+            chunks,
+            batchRules,
+            tokens,
+            asked,
+            requests,
+            submit(requests, deadline),
+            now,
+            floor,
+            deadline);
+  }
+
+  /**
+   * The earliest decision time that a send decided from this batch on may have: log entries no such
+   * decision can count may be evicted. Under the wall clock, now; under the event clock, the
+   * earliest {@code scheduledAt} of the batch, or of a send still admissible later ({@code
+   * cap.max-skew.ms} behind the stream time), whichever is earlier.
+   */
+  private long timeFloor(TreeMap<Long, PendingSend> sends, long now) {
+    if (config.limiter().clock() != SendcapConfig.Clock.EVENT) {
+      return now;
+    }
+    long floor = context.currentStreamTimeMs() - config.maxSkew().toMillis();
+    for (PendingSend p : sends.values()) {
+      floor = Math.min(floor, p.getSend().getScheduledAt().toEpochMilli());
+    }
+    return floor;
+  }
+
+  private static TreeMap<Long, ScheduledSend> scheduled(TreeMap<Long, PendingSend> sends) {
+    TreeMap<Long, ScheduledSend> scheduled = new TreeMap<>();
+    sends.forEach((offset, p) -> scheduled.put(offset, p.getSend()));
+    return scheduled;
+  }
+
+  private CapStore.Pending submit(List<CapRequest> requests, Deadline deadline) {
+    if (requests.isEmpty()) {
+      return List::of;
+    }
+    try {
+      return capStore.submit(requests, deadline);
+    } catch (LimiterUnavailableException e) {
+      return failed(e);
+    }
+  }
+
+  private static CapStore.Pending failed(LimiterUnavailableException e) {
+    return () -> {
+      throw e;
+    };
+  }
+
+  /**
+   * Waits for the batch in flight and forwards its outputs in input order, then drops its sends
+   * from the buffer. If the limiter could not be reached, {@code cap.redis.failure-mode} decides:
+   * under {@code block} the sends go back to the pending ones, in offset order, to be submitted
+   * again once the limiter answers.
+   */
+  private void complete() {
+    if (inFlight == null) {
+      return;
+    }
+    // the batch stays in flight until it is settled: if waiting for it fails otherwise (a task
+    // corrupted), close() still accounts for its sends and forfeits its tokens
+    InFlight batch = inFlight;
+    List<Decision> decisions;
+    try {
+      decisions = batch.decisions().await();
+      if (!batch.requests().isEmpty()) {
+        backpressure.answered();
+      }
+    } catch (LimiterUnavailableException e) {
+      SendcapConfig.FailureMode mode = config.limiter().failureMode();
+      if (mode != SendcapConfig.FailureMode.ALLOW) {
+        batch.tokens().forfeit();
+      }
+      if (mode == SendcapConfig.FailureMode.BLOCK) {
+        inFlight = null;
+        pending.putAll(batch.sends());
+        buffer.giveBack(batch.chunks());
+        backpressure.unavailable(e, pending.size());
+        return;
+      }
+      LOG.warn(
+          "limiter unavailable, {} sends decided by failure mode {}: {}",
+          batch.requests().size(),
+          mode,
+          e.getMessage());
+      inFlight = null;
+      forward(batch, null, batch.tokens().refused());
+      return;
+    }
+    Map<Long, Decision> decided = new HashMap<>();
+    Map<Long, BatchTokens.Refusal> refused = new HashMap<>(batch.tokens().refused());
+    for (int i = 0; i < batch.asked().size(); i++) {
+      Long offset = batch.asked().get(i);
+      Decision decision = decisions.get(i);
+      if (decision.outcome() == Decision.Outcome.NOT_A_REPLAY) {
+        continue; // refused by a global cap, and not a replay: the refusal stands for now
+      }
+      refused.remove(offset);
+      decided.put(offset, decision);
+      batch.tokens().settle(offset, decision);
+    }
+    secondChance(batch, decided, refused);
+    inFlight = null;
+    forward(batch, decided, refused);
+  }
+
+  /**
+   * Gives the sends the global caps refused a second chance once the sends their per-user caps
+   * refused have given their tokens back: the global caps are checked after the per-user ones, so a
+   * send is refused only if the tokens that the rest of its batch did not use were not enough for
+   * it either. The sends that get tokens now are decided by one more call; they leave {@code
+   * refused} and join {@code decided}. If the limiter cannot answer, the refusals stand (they were
+   * made on an answer Redis gave).
+   */
+  private void secondChance(
+      InFlight batch, Map<Long, Decision> decided, Map<Long, BatchTokens.Refusal> refused) {
+    TreeMap<Long, ScheduledSend> again = new TreeMap<>();
+    for (Long offset : batch.tokens().secondChances()) {
+      if (refused.containsKey(offset)) {
+        again.put(offset, batch.sends().get(offset).getSend());
+      }
+    }
+    if (again.isEmpty()) {
+      return;
+    }
+    BatchTokens tokens;
+    try {
+      tokens =
+          BatchTokens.reserve(
+              quotas,
+              batch.rules().version().policies().global(),
+              again,
+              send -> decisionTime(send, batch.now()),
+              batch.deadline());
+    } catch (LimiterUnavailableException e) {
+      LOG.warn(
+          "limiter unavailable for a second chance of {} sends: {}", again.size(), e.getMessage());
+      return;
+    }
+    List<Long> asked = new ArrayList<>();
+    List<CapRequest> requests = new ArrayList<>();
+    for (Long offset : again.keySet()) {
+      PendingSend p = batch.sends().get(offset);
+      CapRequest request =
+          request(p, batch.rules().of(p.getSegment()), batch.now(), batch.timeFloor());
+      asked.add(offset);
+      // refused again, it may yet be a replay of a send this call allows before it
+      requests.add(tokens.isRefused(offset) ? request.asProbe() : request);
+    }
+    List<Decision> decisions;
+    try {
+      decisions = submit(requests, batch.deadline()).await();
+    } catch (LimiterUnavailableException e) {
+      LOG.warn(
+          "limiter unavailable for a second chance of {} sends: {}", asked.size(), e.getMessage());
+      tokens.forfeit();
+      return;
+    }
+    for (int i = 0; i < asked.size(); i++) {
+      Long offset = asked.get(i);
+      Decision decision = decisions.get(i);
+      if (decision.outcome() != Decision.Outcome.NOT_A_REPLAY) {
+        refused.remove(offset);
+        decided.put(offset, decision);
+        tokens.settle(offset, decision);
+      }
+    }
+  }
+
+  /**
+   * Forwards the outputs of a batch in input order and drops its sends from the buffer. {@code
+   * decided} holds the per-user decisions by input offset, or is null if the limiter could not be
+   * reached; tokens of sends it did not allow have been given back already.
+   */
+  private void forward(
+      InFlight batch, Map<Long, Decision> decided, Map<Long, BatchTokens.Refusal> refused) {
+    boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
+    for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
+      PendingSend p = e.getValue();
+      ScheduledSend send = p.getSend();
+      long decidedAt = decisionTime(send, batch.now());
+      BatchTokens.Refusal refusal = refused.get(e.getKey());
+      SpecificRecord out;
+      if (send.getTransactional()) {
+        out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
+      } else if (refusal != null) {
+        out = Outcomes.global(send, p.getSegment(), decidedAt, refusal.cap(), refusal.key());
+      } else if (decided == null) {
+        out = unavailable(send, p.getSegment(), decidedAt);
+      } else {
+        Policy policy = batch.rules().of(p.getSegment());
+        out = Outcomes.of(send, policy, decided.get(e.getKey()), decidedAt);
+      }
+      if (shadow && out instanceof Suppression capped) {
+        capped.setShadow(true);
+        emit(p, Outcomes.delivery(send, p.getSegment(), decidedAt, false));
+      }
+      emit(p, out);
+    }
+    buffer.drop(batch.chunks());
+    undecided.remove(batch.sends().size());
+  }
+
+  /**
+   * Forwards one output of a send with the input record's timestamp and headers: tracing and
+   * correlation ids travel in headers, and a decision is often forwarded from the punctuator, where
+   * no input record's headers are at hand, so they are kept with the send in the buffer.
+   */
+  private void emit(PendingSend p, SpecificRecord out) {
+    meters.count(p.getSegment(), p.getSend().getChannel(), out);
+    context.forward(new Record<>(key(p), out, p.getTimestamp(), headers(p)));
+  }
+
+  private static List<PendingHeader> headersOf(Headers headers) {
+    List<PendingHeader> kept = new ArrayList<>();
+    for (Header h : headers) {
+      kept.add(new PendingHeader(h.key(), h.value() == null ? null : ByteBuffer.wrap(h.value())));
+    }
+    return kept;
+  }
+
+  private static Headers headers(PendingSend p) {
+    RecordHeaders headers = new RecordHeaders();
+    for (PendingHeader h : p.getHeaders()) {
+      headers.add(h.getKey(), h.getValue() == null ? null : bytes(h.getValue()));
+    }
+    return headers;
+  }
+
+  private CapRequest request(PendingSend p, Policy policy, long now, long timeFloor) {
+    ScheduledSend send = p.getSend();
+    return new CapRequest(
+        send.getUserId(),
+        send.getMessageId(),
+        decisionTime(send, now),
+        policy,
+        send.getChannel(),
+        send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()),
+        timeFloor,
+        false);
+  }
+
+  private long decisionTime(ScheduledSend send, long now) {
+    return config.limiter().clock() == SendcapConfig.Clock.EVENT
+        ? send.getScheduledAt().toEpochMilli()
+        : now;
+  }
+
+  private SpecificRecord unavailable(ScheduledSend send, String segment, long decidedAt) {
+    return config.limiter().failureMode() == SendcapConfig.FailureMode.ALLOW
+        ? Outcomes.delivery(send, segment, decidedAt, true)
+        : Outcomes.unavailable(send, segment, decidedAt);
+  }
+
+  private static byte[] key(PendingSend p) {
+    return p.getKey() == null ? null : bytes(p.getKey());
+  }
+
+  private static byte[] bytes(ByteBuffer buffer) {
+    byte[] bytes = new byte[buffer.remaining()];
+    buffer.duplicate().get(bytes);
+    return bytes;
+  }
+
+  /**
+   * Lets go of the sends in hand: undecided ones stay in the changelogged store, for whoever runs
+   * this task next (this instance again, if Kafka Streams revives the task). The tokens of a batch
+   * in flight are forfeited: Redis may have logged its sends, and their next decision, a replay,
+   * takes none.
+   */
+  @Override
+  public void close() {
+    if (punctuator != null) {
+      punctuator.cancel();
+      punctuator = null;
+    }
+    undecided.remove(pending.size() + (inFlight == null ? 0 : inFlight.sends().size()));
+    if (inFlight != null) {
+      inFlight.tokens().forfeit();
+    }
+    pending = new TreeMap<>();
+    inFlight = null;
+    if (buffer != null) {
+      buffer.reset();
+    }
+    if (capStore != null) {
+      capStore.close();
+      capStore = null;
+    }
+  }
+}

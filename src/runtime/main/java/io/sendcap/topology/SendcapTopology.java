@@ -1,0 +1,208 @@
+package io.sendcap.topology;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
+import io.sendcap.config.LivePolicies;
+import io.sendcap.config.SendcapConfig;
+import io.sendcap.limit.CapStore;
+import io.sendcap.limit.GlobalQuotas;
+import io.sendcap.segment.SegmentLoader;
+import io.sendcap.segment.SegmentRegistry;
+import io.sendcap.serde.AvroSerdes;
+import io.sendcap.serde.ConfluentAvroSerde;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import java.time.InstantSource;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.function.Supplier;
+import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyConfig;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorSupplier;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
+
+/**
+ * The sendcap topology: campaign sends in, each decided against its user's caps, out to the
+ * deliveries or the suppressed topic; records that cannot be read go to the dead-letter topic.
+ *
+ * <p>Called the same way by the application and by {@code TopologyTestDriver} tests.
+ */
+public final class SendcapTopology {
+  /** The changelogged store of each task's undecided sends, keyed by input offset. */
+  public static final String PENDING_STORE = "pending-sends";
+
+  /** The global store of segment chunks waiting for their manifest. */
+  public static final String SEGMENT_STORE = "segment-chunks";
+
+  /** The global store of the newest published policies. */
+  public static final String POLICY_STORE = "published-policies";
+
+  private SendcapTopology() {}
+
+  /**
+   * Builds the topology.
+   *
+   * @param config the application settings
+   * @param policies the caps of each segment; the topology's global store keeps them up to date
+   *     from the policies topic
+   * @param segments where each user's segment is looked up; the topology's global store keeps it up
+   *     to date from the {@code segments} topic
+   * @param capStores opens a cap store for each task
+   * @param quotas the instance's share of the global caps, for every task
+   * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
+   * @param backpressure what holds sends back while the limiter is unreachable in block mode
+   * @param registryOutage where a stream thread waits while the schema registry cannot be reached
+   *     for a send it reads (see {@link RegistryRetryingDeserializer})
+   * @param undecided counts the sends read and not decided yet, and drains them before a shutdown
+   * @param metrics where the decisions are counted
+   * @throws org.apache.kafka.common.errors.SerializationException if the schema registry refuses or
+   *     lacks the schema of an output (see {@link ConfluentAvroSerde#schemaId})
+   * @throws io.sendcap.serde.SchemaRegistryUnavailableException if the schema registry cannot be
+   *     reached for the ids of the outputs' schemas
+   */
+  public static Topology build(
+      SendcapConfig config,
+      LivePolicies policies,
+      SegmentRegistry segments,
+      Supplier<CapStore> capStores,
+      GlobalQuotas quotas,
+      InstantSource wallClock,
+      Backpressure backpressure,
+      RegistryOutage registryOutage,
+      Undecided undecided,
+      MeterRegistry metrics) {
+    Map<String, Object> props = new HashMap<>();
+    config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
+    props.putAll(config.schemaRegistry());
+    Serde<ScheduledSend> sends = AvroSerdes.of(ScheduledSend.class, config.avroSerde(), props);
+    if (sends instanceof SingleObjectAvroSerde<ScheduledSend> singleObject) {
+      config.writerSchemas().forEach(singleObject::addWriterSchema);
+    } else if (sends instanceof ConfluentAvroSerde<ScheduledSend> confluent) {
+      config.writerSchemas().forEach(confluent::addWriterSchema);
+    }
+    Serde<Delivery> deliveries = AvroSerdes.of(Delivery.class, config.avroSerde(), props);
+    Serde<Suppression> suppressions = AvroSerdes.of(Suppression.class, config.avroSerde(), props);
+    SendcapConfig.Topics topics = config.topics();
+    // The outputs' schema ids, asked for now and cached for good: no output ever waits for the
+    // registry, and an outage can only hold back reading (see RegistryRetryingDeserializer).
+    if (deliveries instanceof ConfluentAvroSerde<Delivery> confluent) {
+      confluent.schemaId(topics.deliveries());
+    }
+    if (suppressions instanceof ConfluentAvroSerde<Suppression> confluent) {
+      confluent.schemaId(topics.suppressed());
+    }
+    Serde<ScheduledSend> input =
+        Serdes.serdeFrom(
+            sends.serializer(),
+            new RegistryRetryingDeserializer<>(sends.deserializer(), registryOutage));
+    StoreBuilder<?> pendingStore =
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore(PENDING_STORE), Serdes.Long(), Serdes.ByteArray())
+            .withCachingEnabled();
+    ProcessorSupplier<byte[], ScheduledSend, byte[], SpecificRecord> decide =
+        new ProcessorSupplier<>() {
+          @Override
+          public Processor<byte[], ScheduledSend, byte[], SpecificRecord> get() {
+            return new CapProcessor(
+                config,
+                policies,
+                segments,
+                capStores,
+                wallClock,
+                quotas,
+                backpressure,
+                undecided,
+                metrics,
+                PENDING_STORE);
+          }
+
+          @Override
+          public Set<StoreBuilder<?>> stores() {
+            return Set.of(pendingStore);
+          }
+        };
+
+    StreamsBuilder builder =
+        new StreamsBuilder(new TopologyConfig(new StreamsConfig(config.streams())));
+    SegmentLoader loader = new SegmentLoader(segments);
+    builder.addGlobalStore(
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore(SEGMENT_STORE), Serdes.String(), Serdes.ByteArray())
+            .withLoggingDisabled(),
+        topics.segments(),
+        Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("segments"),
+        () -> new SegmentStoreProcessor(loader, SEGMENT_STORE));
+    builder.addGlobalStore(
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore(POLICY_STORE), Serdes.String(), Serdes.ByteArray())
+            .withLoggingDisabled(),
+        topics.policies(),
+        Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("policies"),
+        () -> new PolicyStoreProcessor(policies, POLICY_STORE, metrics));
+    builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), input).withName("sends"))
+        .process(decide, Named.as("decide"))
+        .split(Named.as("decision-"))
+        .branch(
+            (key, value) -> value instanceof Delivery,
+            Branched.withConsumer(
+                allowed ->
+                    allowed
+                        .mapValues(v -> (Delivery) v, Named.as("as-delivery"))
+                        .to(
+                            topics.deliveries(),
+                            Produced.with(Serdes.ByteArray(), deliveries).withName("deliveries")),
+                "allowed"))
+        .defaultBranch(
+            Branched.withConsumer(
+                capped ->
+                    capped
+                        .mapValues(v -> (Suppression) v, Named.as("as-suppression"))
+                        .to(
+                            topics.suppressed(),
+                            Produced.with(Serdes.ByteArray(), suppressions).withName("suppressed")),
+                "capped"));
+    return builder.build();
+  }
+
+  /**
+   * The Kafka Streams properties to run the topology with, counting dead letters in {@code
+   * metrics}.
+   */
+  public static Properties streamsProperties(SendcapConfig config, MeterRegistry metrics) {
+    Properties props = streamsProperties(config);
+    props.put(DeadLetterMeters.CONFIG, metrics);
+    return props;
+  }
+
+  /**
+   * The Kafka Streams properties to run the topology with: the configured ones, plus the
+   * dead-letter topic for records that cannot be read or hold invalid values.
+   */
+  public static Properties streamsProperties(SendcapConfig config) {
+    Properties props = new Properties();
+    props.putAll(config.streams());
+    props.put(
+        StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+        UnreadableSendHandler.class.getName());
+    props.put(
+        StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
+        InvalidSendHandler.class.getName());
+    props.put(
+        StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, config.topics().deadLetters());
+    return props;
+  }
+}

@@ -1,0 +1,285 @@
+package io.sendcap.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SendcapConfigTest {
+  private static final String DURATION =
+      "a whole number of milliseconds from 1, or a number with a unit (500ms, 30s, 15m, 1h, 7d),"
+          + " at most 3650d";
+
+  @Test
+  void durationsTakeUnitsAndMayBeLongerThanAnIntOfMilliseconds() {
+    Properties p = new Properties();
+    p.setProperty("cap.max-skew.ms", "30d");
+    p.setProperty("cap.idempotency.retention.ms", "2678400000");
+    p.setProperty("batch.max.wait.ms", "250ms");
+    p.setProperty("cap.redis.timeout.ms", "3s");
+
+    SendcapConfig c = SendcapConfig.from(p, "app.properties");
+
+    assertThat(c.maxSkew()).isEqualTo(Duration.ofDays(30));
+    assertThat(c.limiter().idempotencyRetention()).isEqualTo(Duration.ofDays(31));
+    assertThat(c.batch().maxWait()).isEqualTo(Duration.ofMillis(250));
+    assertThat(c.limiter().timeout()).isEqualTo(Duration.ofSeconds(3));
+  }
+
+  @Test
+  void aValueGivenWithSetIsNamedAsSuch(@TempDir Path dir) throws IOException {
+    Path file = dir.resolve("app.properties");
+    Files.writeString(file, "cap.mode=loud\n");
+
+    InvalidConfigException e =
+        catchThrowableOfType(
+            InvalidConfigException.class,
+            () -> SendcapConfig.load(file, Map.of("cap.mod", "shadow", "cap.clock", "sundial")));
+
+    assertThat(e.problems())
+        .containsExactlyInAnyOrder(
+            "cap.mode=\"loud\" is invalid: one of enforce, shadow",
+            "--set cap.mod=\"shadow\" is invalid: unknown key; see config/sendcap.properties",
+            "--set cap.clock=\"sundial\" is invalid: one of wall, event");
+  }
+
+  @Test
+  void theShippedFileHoldsTheDefaults() {
+    SendcapConfig fromFile = SendcapConfig.load(Path.of("config/sendcap.properties"));
+    SendcapConfig defaults = SendcapConfig.from(new Properties(), "none");
+    assertThat(fromFile.topics()).isEqualTo(defaults.topics());
+    assertThat(fromFile.limiter()).isEqualTo(defaults.limiter());
+    assertThat(fromFile.batch()).isEqualTo(defaults.batch());
+    assertThat(fromFile.streams()).isEqualTo(defaults.streams());
+    assertThat(fromFile.maxSkew()).isEqualTo(defaults.maxSkew()).isEqualTo(Duration.ofDays(7));
+    assertThat(fromFile.writerSchemas()).isEqualTo(defaults.writerSchemas()).isEmpty();
+    assertThat(fromFile.avroSerde()).isEqualTo(defaults.avroSerde()).isEqualTo("single-object");
+    assertThat(fromFile.schemaRegistry()).isEqualTo(defaults.schemaRegistry()).isEmpty();
+    assertThat(fromFile.httpPort()).isEqualTo(defaults.httpPort()).isEqualTo(8080);
+    assertThat(fromFile.liveness())
+        .isEqualTo(defaults.liveness())
+        .isEqualTo(new SendcapConfig.Liveness(5, Duration.ofMinutes(10)));
+    assertThat(defaults.streams().getProperty("processing.guarantee")).isEqualTo("exactly_once_v2");
+    assertThat(defaults.batch()).isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50)));
+    assertThat(defaults.limiter().failureMode()).isEqualTo(SendcapConfig.FailureMode.BLOCK);
+  }
+
+  @Test
+  void usersShareHashTagsByDefaultOnAClusterOnly() {
+    Properties p = new Properties();
+    assertThat(SendcapConfig.from(p, "none").limiter().keyBuckets()).isZero();
+    p.setProperty("cap.redis.cluster", "true");
+    assertThat(SendcapConfig.from(p, "none").limiter().keyBuckets()).isEqualTo(32);
+    p.setProperty("cap.redis.key-buckets", "0");
+    assertThat(SendcapConfig.from(p, "none").limiter().keyBuckets()).isZero();
+  }
+
+  @Test
+  void badValuesAreAllReportedNamingKeyValueAndWhatIsAllowed(@TempDir Path dir) throws IOException {
+    Path other = dir.resolve("Other.avsc");
+    Files.writeString(other, "{\"type\": \"record\", \"name\": \"Other\", \"fields\": []}");
+    Properties p = new Properties();
+    p.setProperty("cap.redis.failure-mode", "ignore");
+    p.setProperty("batch.max.records", "0");
+    p.setProperty("cap.redis.uri", "localhost:6379");
+    p.setProperty("cap.clok", "event");
+    p.setProperty("processing.guarantee", "exactly_twice");
+    p.setProperty("cap.max-skew.ms", "-1");
+    p.setProperty("http.port", "70000");
+    p.setProperty("avro.writer-schemas", other + ",no/such.avsc");
+
+    InvalidConfigException e =
+        catchThrowableOfType(
+            InvalidConfigException.class, () -> SendcapConfig.from(p, "app.properties"));
+
+    assertThat(e.problems())
+        .contains(
+            "cap.clok=\"event\" is invalid: unknown key; see config/sendcap.properties",
+            "cap.redis.failure-mode=\"ignore\" is invalid: one of block, allow, suppress",
+            "batch.max.records=\"0\" is invalid: a whole number from 1 to 100000",
+            "cap.redis.uri=\"localhost:6379\" is invalid: redis://host:port or rediss://host:port,"
+                + " comma-separated",
+            "cap.max-skew.ms=\"-1\" is invalid: " + DURATION,
+            "http.port=\"70000\" is invalid: a whole number from -1 to 65535",
+            "avro.writer-schemas=\""
+                + other
+                + "\" is invalid: schemas of"
+                + " io.sendcap.avro.ScheduledSend only");
+    assertThat(e.problems())
+        .anySatisfy(m -> assertThat(m).startsWith("avro.writer-schemas=\"no/such.avsc\""));
+    assertThat(e.problems())
+        .anySatisfy(m -> assertThat(m).contains("exactly_twice").contains("processing.guarantee"));
+  }
+
+  @Test
+  void badLivenessValuesFailNamingKeyValueAndWhatIsAllowed() {
+    Properties p = new Properties();
+    p.setProperty("health.live.max-thread-replacements", "-1");
+    p.setProperty("health.live.replacement-window.ms", "10 minutes");
+    p.setProperty("health.live.max-replacements", "2");
+
+    InvalidConfigException e =
+        catchThrowableOfType(
+            InvalidConfigException.class, () -> SendcapConfig.from(p, "app.properties"));
+
+    assertThat(e.problems())
+        .containsExactlyInAnyOrder(
+            "health.live.max-thread-replacements=\"-1\" is invalid: a whole number from 0 to"
+                + " 1000000",
+            "health.live.replacement-window.ms=\"10 minutes\" is invalid: " + DURATION,
+            "health.live.max-replacements=\"2\" is invalid: unknown key; see"
+                + " config/sendcap.properties");
+  }
+
+  @Test
+  void livenessSettingsAreReadAndNotPassedToKafkaStreams() {
+    Properties p = new Properties();
+    p.setProperty("health.live.max-thread-replacements", "0");
+    p.setProperty("health.live.replacement-window.ms", "60000");
+
+    SendcapConfig c = SendcapConfig.from(p, "x");
+
+    assertThat(c.liveness()).isEqualTo(new SendcapConfig.Liveness(0, Duration.ofMinutes(1)));
+    assertThat(c.streams()).doesNotContainKey("health.live.max-thread-replacements");
+  }
+
+  @Test
+  void theSettingsLineHidesSecrets() {
+    Properties p = new Properties();
+    p.setProperty("cap.redis.uri", "rediss://default:hunter2@redis.example:6380");
+    p.setProperty(
+        "sasl.jaas.config",
+        "org.apache.kafka.common.security.plain.PlainLoginModule"
+            + " required username=\"u\" password=\"hunter2\";");
+    p.setProperty("ssl.truststore.password", "hunter2");
+
+    String line = SendcapConfig.from(p, "x").describe();
+
+    assertThat(line)
+        .doesNotContain("hunter2")
+        .contains("cap.redis.uri=rediss://[hidden]@redis.example:6380")
+        .contains("sasl.jaas.config=[hidden]")
+        .contains("ssl.truststore.password=[hidden]")
+        .contains("processing.guarantee=exactly_once_v2")
+        .contains("batch.max.records=500");
+  }
+
+  @Test
+  void otherKeysArePassedToKafkaStreams() {
+    Properties p = new Properties();
+    p.setProperty("num.stream.threads", "2");
+    p.setProperty("cap.clock", "event");
+    SendcapConfig c = SendcapConfig.from(p, "x");
+    assertThat(c.streams().getProperty("num.stream.threads")).isEqualTo("2");
+    assertThat(c.streams()).doesNotContainKey("cap.clock");
+    assertThat(c.limiter().clock()).isEqualTo(SendcapConfig.Clock.EVENT);
+  }
+
+  @Test
+  void aRedisTimeoutThatCouldOutlastTheTransactionFailsStartUp() {
+    Properties p = new Properties();
+    p.setProperty("cap.redis.timeout.ms", "5000");
+
+    InvalidConfigException e =
+        catchThrowableOfType(InvalidConfigException.class, () -> SendcapConfig.from(p, "app"));
+
+    assertThat(e.problems())
+        .containsExactly(
+            "cap.redis.timeout.ms=\"5000\" is invalid: at most 4950: a flush may wait twice this"
+                + " for Redis, which with commit.interval.ms=100 must stay below the producer's"
+                + " transaction.timeout.ms=10000 under exactly_once_v2 (raise"
+                + " producer.transaction.timeout.ms, up to the broker's"
+                + " transaction.max.timeout.ms, to allow more)");
+    p.setProperty("producer.transaction.timeout.ms", "60000");
+    assertThat(SendcapConfig.from(p, "app").limiter().timeout()).hasMillis(5000);
+    p.remove("producer.transaction.timeout.ms");
+    p.setProperty("processing.guarantee", "at_least_once");
+    assertThat(SendcapConfig.from(p, "app").limiter().timeout()).hasMillis(5000);
+  }
+
+  @Test
+  void theConfluentSerdeRequiresASchemaRegistryUrl() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "confluent");
+
+    InvalidConfigException e =
+        catchThrowableOfType(InvalidConfigException.class, () -> SendcapConfig.from(p, "app"));
+
+    assertThat(e.problems())
+        .containsExactly(
+            "schema.registry.url=(missing) is invalid: one or more comma-separated http:// or"
+                + " https:// URLs of a schema registry with the Confluent-compatible API, required"
+                + " by avro.serde=confluent");
+  }
+
+  @Test
+  void schemaRegistrySettingsAreSendcapsOwnValidatedAndGoToTheSerdeOnly() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "confluent");
+    p.setProperty("schema.registry.url", "https://registry-1:8081, https://registry-2:8081");
+    p.setProperty("schema.registry.basic.auth.user.info", "sendcap:hunter2");
+    p.setProperty("auto.register.schemas", "false");
+
+    SendcapConfig c = SendcapConfig.from(p, "x");
+
+    assertThat(c.avroSerde()).isEqualTo(SendcapConfig.CONFLUENT);
+    assertThat(c.schemaRegistry())
+        .containsOnlyKeys(
+            "schema.registry.url", "schema.registry.basic.auth.user.info", "auto.register.schemas");
+    assertThat(c.streams())
+        .doesNotContainKeys(
+            "schema.registry.url", "schema.registry.basic.auth.user.info", "auto.register.schemas");
+    assertThat(c.describe())
+        .doesNotContain("hunter2")
+        .contains("schema.registry.basic.auth.user.info=[hidden]")
+        .contains("schema.registry.url=https://registry-1:8081, https://registry-2:8081")
+        .contains("auto.register.schemas=false")
+        .contains("schema.registry.request.timeout.ms=5000");
+  }
+
+  @Test
+  void badSchemaRegistryValuesFailNamingKeyValueAndWhatIsAllowed() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "confluent");
+    p.setProperty("schema.registry.url", "registry:8081");
+    p.setProperty("schema.registry.ulr", "http://registry:8081");
+    p.setProperty("auto.register.schemas", "no");
+    p.setProperty("schema.registry.basic.auth.user.info", "hunter2");
+
+    InvalidConfigException e =
+        catchThrowableOfType(InvalidConfigException.class, () -> SendcapConfig.from(p, "app"));
+
+    assertThat(e.problems())
+        .containsExactlyInAnyOrder(
+            "schema.registry.ulr=\"http://registry:8081\" is invalid: unknown key; see"
+                + " config/sendcap.properties",
+            "schema.registry.url=\"registry:8081\" is invalid: http://host:port or"
+                + " https://host:port, optionally with a path, comma-separated; credentials go in"
+                + " schema.registry.basic.auth.user.info",
+            "schema.registry.basic.auth.user.info=\"[hidden]\" is invalid: user:password",
+            "auto.register.schemas=\"no\" is invalid: true or false");
+    assertThat(e.getMessage()).doesNotContain("hunter2");
+  }
+
+  @Test
+  void aSerdeClassGetsTheSchemaRegistryKeysAsTheyAre() {
+    Properties p = new Properties();
+    p.setProperty("avro.serde", "io.confluent.kafka.streams.serdes.avro.SpecificAvroSerde");
+    p.setProperty("schema.registry.url", "http://registry:8081");
+    p.setProperty("schema.registry.ssl.endpoint.identification.algorithm", "");
+
+    SendcapConfig c = SendcapConfig.from(p, "x");
+
+    assertThat(c.schemaRegistry())
+        .containsEntry("schema.registry.url", "http://registry:8081")
+        .containsKey("schema.registry.ssl.endpoint.identification.algorithm");
+    assertThat(c.streams()).doesNotContainKey("schema.registry.url");
+  }
+}
