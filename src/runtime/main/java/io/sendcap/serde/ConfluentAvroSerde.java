@@ -4,6 +4,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -16,15 +17,16 @@ import org.apache.avro.Schema;
 import org.apache.avro.SchemaCompatibility;
 import org.apache.avro.SchemaCompatibility.Incompatibility;
 import org.apache.avro.SchemaCompatibility.SchemaIncompatibilityType;
+import org.apache.avro.SchemaNormalization;
 import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.specific.SpecificData;
 import org.apache.avro.specific.SpecificDatumReader;
-import org.apache.avro.specific.SpecificDatumWriter;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -65,15 +67,23 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
 
   private static final int READER_CACHE_CAPACITY = SchemaRegistryClient.DEFAULT_CACHE_CAPACITY;
   private static final ThreadLocal<BinaryEncoder> ENCODER = new ThreadLocal<>();
+  private static final ThreadLocal<BinaryDecoder> DECODER = new ThreadLocal<>();
 
   private final String name;
   private final Schema schema;
   private final SpecificData model;
-  private final SpecificDatumWriter<T> writer;
+  private final EmbeddingDatumWriter<T> writer;
+  private final long fingerprint;
   private final SingleObjectAvroSerde<T> singleObject;
   private final Map<String, Integer> idsByTopic = new ConcurrentHashMap<>();
-  private final LruCache<Integer, SpecificDatumReader<T>> readers =
-      new LruCache<>(READER_CACHE_CAPACITY);
+  private final LruCache<Integer, Reader<T>> readers = new LruCache<>(READER_CACHE_CAPACITY);
+
+  /**
+   * The reader of the records of one schema id, and whether that schema is sendcap's own (the same
+   * parsing canonical form: the same binary layout).
+   */
+  private record Reader<T>(SpecificDatumReader<T> reader, boolean own) {}
+
   private volatile SchemaRegistryClient registry;
   private volatile boolean autoRegister;
   private volatile String subjectSuffix = "-value";
@@ -88,7 +98,8 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
     this.model = SpecificData.getForClass(type);
     this.schema = model.getSchema(type);
     this.name = schema.getFullName();
-    this.writer = new SpecificDatumWriter<>(schema, model);
+    this.writer = new EmbeddingDatumWriter<>(schema, model);
+    this.fingerprint = SchemaNormalization.parsingFingerprint64(schema);
   }
 
   /**
@@ -201,6 +212,19 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
    * @throws SchemaRegistryUnavailableException if the registry cannot be reached
    */
   public byte[] encode(String topic, T record) {
+    return encode(topic, record, null, null);
+  }
+
+  /**
+   * Encodes a record for a topic in the Confluent wire format, its field holding {@code nested}
+   * written as {@code nestedBody}, that record's binary body as {@link Decoded#body()} gives it,
+   * instead of being encoded again; a null record stays null, a null {@code nestedBody} encodes the
+   * whole record.
+   *
+   * @throws SerializationException if the record cannot be encoded or its schema not registered
+   * @throws SchemaRegistryUnavailableException if the registry cannot be reached
+   */
+  public byte[] encode(String topic, T record, Object nested, byte[] nestedBody) {
     if (record == null) {
       return null;
     }
@@ -211,7 +235,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
     try {
       BinaryEncoder encoder = EncoderFactory.get().binaryEncoder(out, ENCODER.get());
       ENCODER.set(encoder);
-      writer.write(record, encoder);
+      writer.write(record, encoder, nested, nestedBody);
       encoder.flush();
     } catch (IOException | AvroRuntimeException | NullPointerException | ClassCastException e) {
       throw new SerializationException("cannot encode " + name + ": " + e.getMessage(), e);
@@ -240,7 +264,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
       return null;
     }
     if (bytes.length > 0 && bytes[0] == MAGIC_BYTE) {
-      return decodeConfluent(topic, bytes);
+      return decodeConfluent(topic, bytes).record();
     }
     if (bytes.length > 1 && bytes[0] == (byte) 0xC3 && bytes[1] == (byte) 0x01) {
       return singleObject.decode(bytes);
@@ -253,7 +277,21 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
             + (bytes.length == 0 ? "the value is empty" : "it starts with " + firstBytes(bytes)));
   }
 
-  private T decodeConfluent(String topic, byte[] bytes) {
+  /**
+   * Decodes a record as {@link #decode} does and, if it was written with sendcap's own schema (in
+   * either framing), keeps its binary body; null bytes stay null.
+   */
+  public Decoded<T> decodeKeepingBody(String topic, byte[] bytes) {
+    if (bytes != null && bytes.length > 0 && bytes[0] == MAGIC_BYTE) {
+      return decodeConfluent(topic, bytes);
+    }
+    if (bytes != null && bytes.length > 1 && bytes[0] == (byte) 0xC3 && bytes[1] == (byte) 0x01) {
+      return singleObject.decodeKeepingBody(bytes);
+    }
+    return bytes == null ? null : new Decoded<>(decode(topic, bytes), null);
+  }
+
+  private Decoded<T> decodeConfluent(String topic, byte[] bytes) {
     if (bytes.length < HEADER_BYTES) {
       throw new SerializationException(
           "not a "
@@ -263,12 +301,18 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + " byte(s), fewer than its 5-byte header (0x00, then a 4-byte schema id)");
     }
     int id = ByteBuffer.wrap(bytes, 1, 4).getInt();
-    SpecificDatumReader<T> reader = reader(topic, id);
+    Reader<T> reader = reader(topic, id);
     try {
-      return reader.read(
-          null,
+      BinaryDecoder in =
           DecoderFactory.get()
-              .binaryDecoder(bytes, HEADER_BYTES, bytes.length - HEADER_BYTES, null));
+              .binaryDecoder(bytes, HEADER_BYTES, bytes.length - HEADER_BYTES, DECODER.get());
+      DECODER.set(in);
+      T record = reader.reader().read(null, in);
+      return new Decoded<>(
+          record,
+          reader.own() && in.isEnd()
+              ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length)
+              : null);
     } catch (AvroTypeException e) {
       throw new SerializationException(
           "a "
@@ -278,7 +322,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + " ("
               + context(topic)
               + ") that sendcap's schema cannot read: "
-              + explain(reader.getSchema(), bytes, e),
+              + explain(reader.reader().getSchema(), bytes, e),
           e);
     } catch (IOException | AvroRuntimeException e) {
       throw new SerializationException(
@@ -295,8 +339,8 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
   }
 
   /** The reader from the writer schema of an id to sendcap's, cached. */
-  private SpecificDatumReader<T> reader(String topic, int id) {
-    SpecificDatumReader<T> cached = readers.get(id);
+  private Reader<T> reader(String topic, int id) {
+    Reader<T> cached = readers.get(id);
     if (cached != null) {
       return cached;
     }
@@ -316,7 +360,10 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + e.getMessage(),
           e);
     }
-    SpecificDatumReader<T> reader = new SpecificDatumReader<>(writerSchema, schema, model);
+    Reader<T> reader =
+        new Reader<>(
+            new SpecificDatumReader<>(writerSchema, schema, model),
+            SchemaNormalization.parsingFingerprint64(writerSchema) == fingerprint);
     readers.put(id, reader);
     return reader;
   }

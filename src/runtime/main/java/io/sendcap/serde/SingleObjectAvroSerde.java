@@ -6,6 +6,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
@@ -17,12 +18,13 @@ import org.apache.avro.SchemaNormalization;
 import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.avro.specific.SpecificData;
-import org.apache.avro.specific.SpecificDatumWriter;
+import org.apache.avro.specific.SpecificDatumReader;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.avro.util.ClassSecurityValidator;
 import org.apache.avro.util.ClassSecurityValidator.ClassSecurityPredicate;
@@ -51,9 +53,13 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
   /** Each thread's output buffer and encoder, reused from record to record. */
   private static final ThreadLocal<Output> OUTPUT = ThreadLocal.withInitial(Output::new);
 
+  /** Each thread's decoder of records in this serde's own schema, reused from record to record. */
+  private static final ThreadLocal<BinaryDecoder> INPUT = new ThreadLocal<>();
+
   private final String name;
   private final Schema schema;
-  private final SpecificDatumWriter<T> writer;
+  private final EmbeddingDatumWriter<T> writer;
+  private final SpecificDatumReader<T> ownReader;
   private final byte[] header;
   private final BinaryMessageDecoder<T> decoder;
   private final Map<Long, Schema> writerSchemas = new ConcurrentHashMap<>();
@@ -69,7 +75,8 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
     trustNested(schema, new HashSet<>());
     this.name = schema.getFullName();
     this.schema = schema;
-    this.writer = new SpecificDatumWriter<>(schema, model);
+    this.writer = new EmbeddingDatumWriter<>(schema, model);
+    this.ownReader = new SpecificDatumReader<>(schema, schema, model);
     this.header =
         ByteBuffer.allocate(HEADER_BYTES)
             .order(ByteOrder.LITTLE_ENDIAN)
@@ -146,6 +153,15 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
 
   /** Encodes a record; a null record stays null. */
   public byte[] encode(T record) {
+    return encode(record, null, null);
+  }
+
+  /**
+   * Encodes a record whose field holding {@code nested} is written as {@code nestedBody}, that
+   * record's binary body as {@link Decoded#body()} gives it, instead of being encoded again; a null
+   * record stays null, a null {@code nestedBody} encodes the whole record.
+   */
+  public byte[] encode(T record, Object nested, byte[] nestedBody) {
     if (record == null) {
       return null;
     }
@@ -154,12 +170,39 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
       out.reset();
       out.write(header);
       out.encoder = EncoderFactory.get().binaryEncoder(out, out.encoder);
-      writer.write(record, out.encoder);
+      writer.write(record, out.encoder, nested, nestedBody);
       out.encoder.flush();
       return out.toByteArray();
     } catch (IOException | AvroRuntimeException e) {
       throw new SerializationException("cannot encode " + name + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * Decodes a record and, if it was written with this serde's schema, keeps its binary body (the
+   * bytes after the header, when the record takes them all); null bytes stay null.
+   *
+   * @throws SerializationException as {@link #decode}
+   */
+  public Decoded<T> decodeKeepingBody(byte[] bytes) {
+    if (bytes == null) {
+      return null;
+    }
+    if (bytes.length > HEADER_BYTES
+        && Arrays.equals(bytes, 0, HEADER_BYTES, header, 0, HEADER_BYTES)) {
+      BinaryDecoder in =
+          DecoderFactory.get()
+              .binaryDecoder(bytes, HEADER_BYTES, bytes.length - HEADER_BYTES, INPUT.get());
+      INPUT.set(in);
+      try {
+        T record = ownReader.read(null, in);
+        return new Decoded<>(
+            record, in.isEnd() ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length) : null);
+      } catch (IOException | AvroRuntimeException e) {
+        // decode says why, in the same words as for any other record
+      }
+    }
+    return new Decoded<>(decode(bytes), null);
   }
 
   /** Decodes a record; null bytes stay null. */

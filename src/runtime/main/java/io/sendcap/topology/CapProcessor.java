@@ -15,6 +15,7 @@ import io.sendcap.limit.Decision;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.segment.SegmentIndex;
+import io.sendcap.serde.Decoded;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -66,7 +67,8 @@ import org.slf4j.LoggerFactory;
  * buffered, flushed (time floor, deadline, tokens from {@link BatchTokens}), completed (or held, or
  * decided by the failure mode), given its second chance, forwarded, dropped from the buffer.
  */
-final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], SpecificRecord> {
+final class CapProcessor
+    implements Processor<byte[], Decoded<ScheduledSend>, byte[], OutputRecord> {
   private static final Logger LOG = LoggerFactory.getLogger(CapProcessor.class);
 
   private final SendcapConfig config;
@@ -81,10 +83,25 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private final DecisionMeters meters;
   private final Undecided undecided;
   private final GlobalQuotas quotas;
-  private TreeMap<Long, PendingSend> pending = new TreeMap<>();
+
+  /**
+   * A send in hand: its entry in the buffer and, when it was read in sendcap's own schema, its Avro
+   * body, which the buffer and the outputs copy instead of encoding the send again.
+   */
+  private record Held(PendingSend entry, byte[] body) {
+    ScheduledSend send() {
+      return entry.getSend();
+    }
+
+    String segment() {
+      return entry.getSegment();
+    }
+  }
+
+  private TreeMap<Long, Held> pending = new TreeMap<>();
   private InFlight inFlight;
 
-  private ProcessorContext<byte[], SpecificRecord> context;
+  private ProcessorContext<byte[], OutputRecord> context;
   private PendingBuffer buffer;
   private CapStore capStore;
   private long oldestPendingSince;
@@ -116,14 +133,15 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   }
 
   @Override
-  public void init(ProcessorContext<byte[], SpecificRecord> context) {
+  public void init(ProcessorContext<byte[], OutputRecord> context) {
     this.context = context;
     KeyValueStore<Long, byte[]> store = context.getStateStore(storeName);
     this.buffer = new PendingBuffer(store);
     // Kafka Streams may close and init the same instance again (a revived task): what the buffer
     // holds now is all there is to decide.
     inFlight = null;
-    pending = buffer.restore();
+    pending = new TreeMap<>();
+    buffer.restore().forEach((offset, entry) -> pending.put(offset, new Held(entry, null)));
     if (!pending.isEmpty()) {
       LOG.info("task {}: {} restored sends to decide", context.taskId(), pending.size());
       undecided.add(pending.size());
@@ -137,13 +155,14 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   }
 
   @Override
-  public void process(Record<byte[], ScheduledSend> record) {
+  public void process(Record<byte[], Decoded<ScheduledSend>> record) {
     long offset =
         context
             .recordMetadata()
             .orElseThrow(() -> new IllegalStateException("a send without input offset"))
             .offset();
-    ScheduledSend send = record.value();
+    Decoded<ScheduledSend> read = record.value();
+    ScheduledSend send = read == null ? null : read.record(); // a null value: the validator says so
     validator.check(send, record.timestamp(), context.currentStreamTimeMs());
     String segment = segments.segmentOf(send.getUserId());
     PendingSend entry =
@@ -156,8 +175,9 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     if (pending.isEmpty()) {
       oldestPendingSince = context.currentSystemTimeMs();
     }
-    buffer.add(offset, entry);
-    pending.put(offset, entry);
+    byte[] body = read.body();
+    buffer.add(offset, entry, body);
+    pending.put(offset, new Held(entry, body));
     undecided.add(1);
     if (undecided.draining()) {
       flush();
@@ -209,7 +229,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
    * the same order.
    */
   private record InFlight(
-      TreeMap<Long, PendingSend> sends,
+      TreeMap<Long, Held> sends,
       List<Long> chunks,
       Rules rules,
       BatchTokens tokens,
@@ -232,7 +252,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     }
     long now = wallClock.millis();
     Rules batchRules = rules();
-    TreeMap<Long, PendingSend> sends = pending;
+    TreeMap<Long, Held> sends = pending;
     List<Long> chunks = buffer.take();
     pending = new TreeMap<>();
     meters.batch(sends.size());
@@ -264,10 +284,10 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     }
     List<Long> asked = new ArrayList<>(sends.size());
     List<CapRequest> requests = new ArrayList<>(sends.size());
-    for (Map.Entry<Long, PendingSend> e : sends.entrySet()) {
-      PendingSend p = e.getValue();
-      if (!p.getSend().getTransactional()) {
-        CapRequest request = request(p, batchRules.of(p.getSegment()), now, floor);
+    for (Map.Entry<Long, Held> e : sends.entrySet()) {
+      Held p = e.getValue();
+      if (!p.send().getTransactional()) {
+        CapRequest request = request(p, batchRules.of(p.segment()), now, floor);
         asked.add(e.getKey());
         requests.add(tokens.isRefused(e.getKey()) ? request.asProbe() : request);
       }
@@ -292,20 +312,20 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
    * earliest {@code scheduledAt} of the batch, or of a send still admissible later ({@code
    * cap.max-skew.ms} behind the stream time), whichever is earlier.
    */
-  private long timeFloor(TreeMap<Long, PendingSend> sends, long now) {
+  private long timeFloor(TreeMap<Long, Held> sends, long now) {
     if (config.limiter().clock() != SendcapConfig.Clock.EVENT) {
       return now;
     }
     long floor = context.currentStreamTimeMs() - config.maxSkew().toMillis();
-    for (PendingSend p : sends.values()) {
-      floor = Math.min(floor, p.getSend().getScheduledAt().toEpochMilli());
+    for (Held p : sends.values()) {
+      floor = Math.min(floor, p.send().getScheduledAt().toEpochMilli());
     }
     return floor;
   }
 
-  private static TreeMap<Long, ScheduledSend> scheduled(TreeMap<Long, PendingSend> sends) {
+  private static TreeMap<Long, ScheduledSend> scheduled(TreeMap<Long, Held> sends) {
     TreeMap<Long, ScheduledSend> scheduled = new TreeMap<>();
-    sends.forEach((offset, p) -> scheduled.put(offset, p.getSend()));
+    sends.forEach((offset, p) -> scheduled.put(offset, p.send()));
     return scheduled;
   }
 
@@ -396,7 +416,7 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     TreeMap<Long, ScheduledSend> again = new TreeMap<>();
     for (Long offset : batch.tokens().secondChances()) {
       if (refused.containsKey(offset)) {
-        again.put(offset, batch.sends().get(offset).getSend());
+        again.put(offset, batch.sends().get(offset).send());
       }
     }
     if (again.isEmpty()) {
@@ -419,9 +439,9 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     List<Long> asked = new ArrayList<>();
     List<CapRequest> requests = new ArrayList<>();
     for (Long offset : again.keySet()) {
-      PendingSend p = batch.sends().get(offset);
+      Held p = batch.sends().get(offset);
       CapRequest request =
-          request(p, batch.rules().of(p.getSegment()), batch.now(), batch.timeFloor());
+          request(p, batch.rules().of(p.segment()), batch.now(), batch.timeFloor());
       asked.add(offset);
       // refused again, it may yet be a replay of a send this call allows before it
       requests.add(tokens.isRefused(offset) ? request.asProbe() : request);
@@ -454,25 +474,25 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
   private void forward(
       InFlight batch, Map<Long, Decision> decided, Map<Long, BatchTokens.Refusal> refused) {
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
-    for (Map.Entry<Long, PendingSend> e : batch.sends().entrySet()) {
-      PendingSend p = e.getValue();
-      ScheduledSend send = p.getSend();
+    for (Map.Entry<Long, Held> e : batch.sends().entrySet()) {
+      Held p = e.getValue();
+      ScheduledSend send = p.send();
       long decidedAt = decisionTime(send, batch.now());
       BatchTokens.Refusal refusal = refused.get(e.getKey());
       SpecificRecord out;
       if (send.getTransactional()) {
-        out = Outcomes.delivery(send, p.getSegment(), decidedAt, false);
+        out = Outcomes.delivery(send, p.segment(), decidedAt, false);
       } else if (refusal != null) {
-        out = Outcomes.global(send, p.getSegment(), decidedAt, refusal.cap(), refusal.key());
+        out = Outcomes.global(send, p.segment(), decidedAt, refusal.cap(), refusal.key());
       } else if (decided == null) {
-        out = unavailable(send, p.getSegment(), decidedAt);
+        out = unavailable(send, p.segment(), decidedAt);
       } else {
-        Policy policy = batch.rules().of(p.getSegment());
+        Policy policy = batch.rules().of(p.segment());
         out = Outcomes.of(send, policy, decided.get(e.getKey()), decidedAt);
       }
       if (shadow && out instanceof Suppression capped) {
         capped.setShadow(true);
-        emit(p, Outcomes.delivery(send, p.getSegment(), decidedAt, false));
+        emit(p, Outcomes.delivery(send, p.segment(), decidedAt, false));
       }
       emit(p, out);
     }
@@ -485,9 +505,14 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
    * correlation ids travel in headers, and a decision is often forwarded from the punctuator, where
    * no input record's headers are at hand, so they are kept with the send in the buffer.
    */
-  private void emit(PendingSend p, SpecificRecord out) {
-    meters.count(p.getSegment(), p.getSend().getChannel(), out);
-    context.forward(new Record<>(key(p), out, p.getTimestamp(), headers(p)));
+  private void emit(Held p, SpecificRecord out) {
+    meters.count(p.segment(), p.send().getChannel(), out);
+    context.forward(
+        new Record<>(
+            key(p.entry()),
+            new OutputRecord(out, p.send(), p.body()),
+            p.entry().getTimestamp(),
+            headers(p.entry())));
   }
 
   private static List<PendingHeader> headersOf(Headers headers) {
@@ -506,8 +531,8 @@ final class CapProcessor implements Processor<byte[], ScheduledSend, byte[], Spe
     return headers;
   }
 
-  private CapRequest request(PendingSend p, Policy policy, long now, long timeFloor) {
-    ScheduledSend send = p.getSend();
+  private CapRequest request(Held p, Policy policy, long now, long timeFloor) {
+    ScheduledSend send = p.send();
     return new CapRequest(
         send.getUserId(),
         send.getMessageId(),

@@ -81,8 +81,12 @@ final class PendingBuffer {
     }
   }
 
-  /** Writes {@code send}, read at input {@code offset}, to the store. */
-  void add(long offset, PendingSend send) {
+  /**
+   * Writes {@code send}, read at input {@code offset}, to the store; {@code body}, the Avro body of
+   * its {@code ScheduledSend} as read from the input (or null), is copied rather than encoded
+   * again.
+   */
+  void add(long offset, PendingSend send, byte[] body) {
     if (open < 0 || openSends == CHUNK_SENDS) {
       open = offset;
       openSends = 0;
@@ -90,7 +94,7 @@ final class PendingBuffer {
       append(new byte[] {CHUNK});
       chunks.add(offset);
     }
-    byte[] bytes = SERDE.encode(send);
+    byte[] bytes = SERDE.encode(send, send.getSend(), body);
     append(ByteBuffer.allocate(12).putLong(offset).putInt(bytes.length).array());
     append(bytes);
     openSends++;

@@ -12,6 +12,7 @@ import io.sendcap.segment.SegmentLoader;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.serde.AvroSerdes;
 import io.sendcap.serde.ConfluentAvroSerde;
+import io.sendcap.serde.Decoded;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.time.InstantSource;
 import java.util.HashMap;
@@ -20,8 +21,10 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -105,18 +108,19 @@ public final class SendcapTopology {
     if (suppressions instanceof ConfluentAvroSerde<Suppression> confluent) {
       confluent.schemaId(topics.suppressed());
     }
-    Serde<ScheduledSend> input =
+    Serde<Decoded<ScheduledSend>> input =
         Serdes.serdeFrom(
-            sends.serializer(),
-            new RegistryRetryingDeserializer<>(sends.deserializer(), registryOutage));
+            (topic, send) ->
+                send == null ? null : sends.serializer().serialize(topic, send.record()),
+            new RegistryRetryingDeserializer<>(keepingBodies(sends), registryOutage));
     StoreBuilder<?> pendingStore =
         Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore(PENDING_STORE), Serdes.Long(), Serdes.ByteArray())
             .withCachingEnabled();
-    ProcessorSupplier<byte[], ScheduledSend, byte[], SpecificRecord> decide =
+    ProcessorSupplier<byte[], Decoded<ScheduledSend>, byte[], OutputRecord> decide =
         new ProcessorSupplier<>() {
           @Override
-          public Processor<byte[], ScheduledSend, byte[], SpecificRecord> get() {
+          public Processor<byte[], Decoded<ScheduledSend>, byte[], OutputRecord> get() {
             return new CapProcessor(
                 config,
                 policies,
@@ -157,25 +161,68 @@ public final class SendcapTopology {
         .process(decide, Named.as("decide"))
         .split(Named.as("decision-"))
         .branch(
-            (key, value) -> value instanceof Delivery,
+            (key, value) -> value.record() instanceof Delivery,
             Branched.withConsumer(
                 allowed ->
-                    allowed
-                        .mapValues(v -> (Delivery) v, Named.as("as-delivery"))
-                        .to(
-                            topics.deliveries(),
-                            Produced.with(Serdes.ByteArray(), deliveries).withName("deliveries")),
+                    allowed.to(
+                        topics.deliveries(),
+                        Produced.with(Serdes.ByteArray(), outputs(deliveries, Delivery.class))
+                            .withName("deliveries")),
                 "allowed"))
         .defaultBranch(
             Branched.withConsumer(
                 capped ->
-                    capped
-                        .mapValues(v -> (Suppression) v, Named.as("as-suppression"))
-                        .to(
-                            topics.suppressed(),
-                            Produced.with(Serdes.ByteArray(), suppressions).withName("suppressed")),
+                    capped.to(
+                        topics.suppressed(),
+                        Produced.with(Serdes.ByteArray(), outputs(suppressions, Suppression.class))
+                            .withName("suppressed")),
                 "capped"));
     return builder.build();
+  }
+
+  /**
+   * The input's deserializer: each send decoded and, when it was written in sendcap's own schema,
+   * its Avro body kept for the buffer and the outputs to copy (with a serde of another kind, none).
+   */
+  private static Deserializer<Decoded<ScheduledSend>> keepingBodies(Serde<ScheduledSend> sends) {
+    if (sends instanceof SingleObjectAvroSerde<ScheduledSend> singleObject) {
+      return (topic, bytes) -> singleObject.decodeKeepingBody(bytes);
+    }
+    if (sends instanceof ConfluentAvroSerde<ScheduledSend> confluent) {
+      return confluent::decodeKeepingBody;
+    }
+    Deserializer<ScheduledSend> plain = sends.deserializer();
+    return (topic, bytes) -> {
+      ScheduledSend send = plain.deserialize(topic, bytes);
+      return send == null ? null : new Decoded<>(send, null);
+    };
+  }
+
+  /**
+   * The serde of one output topic's records: the send each embeds is written from its input body
+   * where there is one (with a serde of another kind, encoded as the rest).
+   */
+  private static <T extends SpecificRecord> Serde<OutputRecord> outputs(
+      Serde<T> serde, Class<T> type) {
+    Serializer<OutputRecord> serializer;
+    if (serde instanceof SingleObjectAvroSerde<T> singleObject) {
+      serializer =
+          (topic, out) -> singleObject.encode(type.cast(out.record()), out.send(), out.sendBody());
+    } else if (serde instanceof ConfluentAvroSerde<T> confluent) {
+      serializer =
+          (topic, out) ->
+              confluent.encode(topic, type.cast(out.record()), out.send(), out.sendBody());
+    } else {
+      Serializer<T> plain = serde.serializer();
+      serializer = (topic, out) -> plain.serialize(topic, type.cast(out.record()));
+    }
+    Deserializer<T> reader = serde.deserializer();
+    return Serdes.serdeFrom(
+        serializer,
+        (topic, bytes) -> {
+          T record = reader.deserialize(topic, bytes);
+          return record == null ? null : new OutputRecord(record, null, null);
+        });
   }
 
   /**

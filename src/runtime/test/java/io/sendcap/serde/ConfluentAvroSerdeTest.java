@@ -220,6 +220,45 @@ class ConfluentAvroSerdeTest {
   }
 
   @Test
+  void keepsTheBodyOfASendWrittenWithSendcapsOwnSchemaOnly() throws IOException {
+    int own = registry.register("campaign-sends-value", ScheduledSend.SCHEMA$);
+    Schema evolved =
+        edited(
+            fields ->
+                fields.add(
+                    new Schema.Field(
+                        "priority",
+                        SchemaBuilder.unionOf().nullType().and().intType().endUnion(),
+                        "Added by the campaign engine.",
+                        Schema.Field.NULL_DEFAULT_VALUE)));
+    int other = registry.register("campaign-sends-value", evolved);
+
+    Decoded<ScheduledSend> same = sends().decodeKeepingBody(TOPIC, framed(own, body(SEND)));
+    Decoded<ScheduledSend> newer =
+        sends().decodeKeepingBody(TOPIC, framed(other, generic(evolved, asWriter(evolved, SEND))));
+
+    assertThat(same.record()).isEqualTo(SEND);
+    assertThat(same.body()).isEqualTo(body(SEND));
+    assertThat(newer.record()).isEqualTo(SEND);
+    assertThat(newer.body()).as("a body in another schema's layout").isNull();
+  }
+
+  @Test
+  void aDeliveryWrittenFromItsSendsBodyIsTheDeliveryEncodedWhole() throws IOException {
+    ConfluentAvroSerde<Delivery> deliveries = new ConfluentAvroSerde<>(Delivery.class);
+    deliveries.configure(Map.of("schema.registry.url", registry.url()), false);
+    Delivery delivery =
+        Delivery.newBuilder()
+            .setSend(SEND)
+            .setSegment("active")
+            .setDecidedAt(Instant.parse("2026-11-02T09:00:01Z"))
+            .build();
+
+    assertThat(deliveries.encode("deliveries", delivery, SEND, body(SEND)))
+        .isEqualTo(deliveries.encode("deliveries", delivery));
+  }
+
+  @Test
   void readsAWriterSchemaWithAnAddedOptionalField() throws IOException {
     Schema evolved =
         edited(

@@ -17,6 +17,7 @@ import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.QuotaCounters;
 import io.sendcap.limit.SlidingLogModel;
 import io.sendcap.segment.SegmentRegistry;
+import io.sendcap.serde.Decoded;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -25,7 +26,6 @@ import java.util.List;
 import java.util.Properties;
 import java.util.Set;
 import java.util.function.Supplier;
-import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.errors.TaskCorruptedException;
 import org.apache.kafka.streams.processor.TaskId;
@@ -74,8 +74,8 @@ class CapProcessorReviveTest {
   }
 
   /** A task's context over an empty buffer: the state as restored from a changelog of nothing. */
-  private static MockProcessorContext<byte[], SpecificRecord> freshTask() {
-    MockProcessorContext<byte[], SpecificRecord> context = new MockProcessorContext<>();
+  private static MockProcessorContext<byte[], OutputRecord> freshTask() {
+    MockProcessorContext<byte[], OutputRecord> context = new MockProcessorContext<>();
     context.setCurrentSystemTimeMs(T0.toEpochMilli());
     KeyValueStore<Long, byte[]> buffer =
         Stores.keyValueStoreBuilder(
@@ -90,7 +90,7 @@ class CapProcessorReviveTest {
   }
 
   private static void process(
-      CapProcessor processor, MockProcessorContext<byte[], SpecificRecord> context, int offset) {
+      CapProcessor processor, MockProcessorContext<byte[], OutputRecord> context, int offset) {
     ScheduledSend send =
         ScheduledSend.newBuilder()
             .setMessageId("m" + offset)
@@ -101,20 +101,21 @@ class CapProcessorReviveTest {
             .build();
     context.setRecordMetadata("campaign-sends", 0, offset);
     context.setCurrentStreamTimeMs(T0.toEpochMilli());
-    processor.process(new Record<>(new byte[] {(byte) offset}, send, T0.toEpochMilli()));
+    processor.process(
+        new Record<>(new byte[] {(byte) offset}, new Decoded<>(send, null), T0.toEpochMilli()));
   }
 
-  private static List<String> decided(MockProcessorContext<byte[], SpecificRecord> context) {
+  private static List<String> decided(MockProcessorContext<byte[], OutputRecord> context) {
     List<String> ids = new ArrayList<>();
     for (var forwarded : context.forwarded()) {
-      ids.add(((Delivery) forwarded.record().value()).getSend().getMessageId());
+      ids.add(((Delivery) forwarded.record().value().record()).getSend().getMessageId());
     }
     return ids;
   }
 
   @Test
   void aRevivedTaskDecidesWhatItReadsAgainOnceAndForgetsWhatItHeldBefore() {
-    MockProcessorContext<byte[], SpecificRecord> before = freshTask();
+    MockProcessorContext<byte[], OutputRecord> before = freshTask();
     processor.init(before);
     for (int offset = 0; offset <= 4; offset++) {
       process(processor, before, offset); // batches of two: each flush forwards the one before
@@ -123,7 +124,7 @@ class CapProcessorReviveTest {
 
     // the task is corrupted before its commit: nothing of it was committed
     processor.close();
-    MockProcessorContext<byte[], SpecificRecord> after = freshTask();
+    MockProcessorContext<byte[], OutputRecord> after = freshTask();
     processor.init(after);
     for (int offset = 0; offset <= 4; offset++) {
       process(processor, after, offset);
@@ -156,7 +157,7 @@ class CapProcessorReviveTest {
           public void close() {}
         };
     CapProcessor failing = processor(() -> corrupts);
-    MockProcessorContext<byte[], SpecificRecord> context = freshTask();
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
     failing.init(context);
     process(failing, context, 0);
     process(failing, context, 1); // a batch of two: flushed, in flight
@@ -194,7 +195,7 @@ class CapProcessorReviveTest {
           public void close() {}
         };
     CapProcessor blocked = processor(() -> flaky);
-    MockProcessorContext<byte[], SpecificRecord> context = freshTask();
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
     blocked.init(context);
     for (int offset = 0; offset <= 5; offset++) {
       process(blocked, context, offset);

@@ -57,7 +57,7 @@ class PendingBufferTest {
     PendingBuffer buffer = new PendingBuffer(store);
     Map<Long, PendingSend> added = new TreeMap<>();
     for (long offset = 100; offset < 100 + 2 * PendingBuffer.CHUNK_SENDS + 5; offset++) {
-      buffer.add(offset, send(offset));
+      buffer.add(offset, send(offset), null);
       added.put(offset, send(offset));
       assertThat(restoredCopy(store)).isEqualTo(added);
     }
@@ -69,17 +69,17 @@ class PendingBufferTest {
     KeyValueStore<Long, byte[]> store = store();
     PendingBuffer buffer = new PendingBuffer(store);
     for (long offset = 0; offset < 40; offset++) {
-      buffer.add(offset, send(offset));
+      buffer.add(offset, send(offset), null);
     }
     List<Long> first = buffer.take();
     assertThat(first).containsExactly(0L, 32L);
     for (long offset = 40; offset < 45; offset++) {
-      buffer.add(offset, send(offset)); // a new chunk: a batch's chunks hold its sends only
+      buffer.add(offset, send(offset), null); // a new chunk: a batch's chunks hold its sends only
     }
     buffer.giveBack(first); // the limiter was unreachable: the first batch is pending again
     List<Long> second = buffer.take();
     assertThat(second).containsExactlyInAnyOrder(0L, 32L, 40L);
-    buffer.add(45, send(45));
+    buffer.add(45, send(45), null);
     buffer.drop(second);
     assertThat(restoredCopy(store)).containsOnlyKeys(45L);
   }
@@ -94,7 +94,7 @@ class PendingBufferTest {
     }
     PendingBuffer buffer = new PendingBuffer(store);
     assertThat(buffer.restore()).containsOnlyKeys(7L, 8L).containsEntry(8L, send(8));
-    buffer.add(9, send(9));
+    buffer.add(9, send(9), null);
     List<Long> all = new ArrayList<>(buffer.take());
     assertThat(all).containsExactlyInAnyOrder(7L, 8L, 9L);
     buffer.drop(all);

@@ -1,0 +1,63 @@
+package io.sendcap.serde;
+
+import java.io.IOException;
+import org.apache.avro.Schema;
+import org.apache.avro.io.Encoder;
+import org.apache.avro.specific.SpecificData;
+import org.apache.avro.specific.SpecificDatumWriter;
+
+/**
+ * A {@link SpecificDatumWriter} that can write one nested record from bytes encoded before. Avro's
+ * binary form of a record is its fields' forms in order, with no length or tag, so a record read
+ * with the same schema can be copied into the record that embeds it instead of being encoded again:
+ * sendcap's outputs and its buffer embed the input's {@code ScheduledSend} this way.
+ *
+ * <p>Thread-safe, like the writer it extends: what to embed is held per thread for one {@link
+ * #write(Object, Encoder, Object, byte[])}.
+ */
+final class EmbeddingDatumWriter<T> extends SpecificDatumWriter<T> {
+  private record Embedding(Object top, Object nested, byte[] body) {}
+
+  private final ThreadLocal<Embedding> embedding = new ThreadLocal<>();
+
+  EmbeddingDatumWriter(Schema schema, SpecificData model) {
+    super(schema, model);
+  }
+
+  /**
+   * Writes {@code datum}, a record, with its field whose value is {@code nested} (a record, not in
+   * a union) written as {@code body}, that record's binary form under the field's schema; with a
+   * null {@code body}, as {@link #write(Object, Encoder)}.
+   */
+  void write(T datum, Encoder out, Object nested, byte[] body) throws IOException {
+    if (body == null) {
+      write(datum, out);
+      return;
+    }
+    embedding.set(new Embedding(datum, nested, body));
+    try {
+      write(datum, out);
+    } finally {
+      embedding.remove();
+    }
+  }
+
+  @Override
+  protected void writeRecord(Schema schema, Object datum, Encoder out) throws IOException {
+    Embedding e = embedding.get();
+    if (e == null || datum != e.top()) {
+      super.writeRecord(schema, datum, out);
+      return;
+    }
+    // Field by field rather than the generated class's own encoder, which would encode the nested
+    // record itself.
+    for (Schema.Field f : schema.getFields()) {
+      if (f.schema().getType() == Schema.Type.RECORD
+          && getSpecificData().getField(datum, f.name(), f.pos()) == e.nested()) {
+        out.writeFixed(e.body());
+      } else {
+        writeField(datum, f, out, null);
+      }
+    }
+  }
+}
