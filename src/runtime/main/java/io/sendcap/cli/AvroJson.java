@@ -4,11 +4,16 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sendcap.config.Durations;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.avro.LogicalTypes;
 import org.apache.avro.Schema;
 import org.apache.avro.specific.SpecificData;
@@ -17,7 +22,9 @@ import org.apache.avro.specific.SpecificRecord;
 /**
  * Plain JSON for sendcap's Avro records, as people write and read it: one object with the Avro
  * field names, enums as their symbols, an optional field as its value or null, and timestamps as
- * ISO-8601 instants (epoch milliseconds are accepted too).
+ * ISO-8601 instants (epoch milliseconds are accepted too). When reading, a timestamp may also be
+ * {@code now} or {@code now} plus or minus a duration ({@code now+5m}, {@code now-1d}), taken from
+ * the time given to {@link #read(String, Class, Instant)}: example files stay usable as days pass.
  *
  * <p>This is not Avro's own JSON encoding, which wraps every union value in an object naming its
  * branch.
@@ -38,11 +45,12 @@ public final class AvroJson {
   }
 
   /**
-   * Reads one JSON object as a record of {@code type}.
+   * Reads one JSON object as a record of {@code type}; timestamps written relative to {@code now}
+   * are taken from {@code now}.
    *
    * @throws JsonMismatchException if it is not JSON or does not fit the schema
    */
-  public static <T extends SpecificRecord> T read(String json, Class<T> type) {
+  public static <T extends SpecificRecord> T read(String json, Class<T> type, Instant now) {
     JsonNode node;
     try {
       node = MAPPER.readTree(json);
@@ -60,8 +68,9 @@ public final class AvroJson {
           "not a JSON object; each line is one, such as {\"messageId\": \"m-1\", ...}");
     }
     Schema schema = SpecificData.get().getSchema(type);
+    SingleObjectAvroSerde.trustClassesOf(schema);
     @SuppressWarnings("unchecked")
-    T record = (T) value(node, schema, schema.getName());
+    T record = (T) value(node, schema, schema.getName(), now);
     return record;
   }
 
@@ -70,18 +79,18 @@ public final class AvroJson {
     return json(record, record.getSchema()).toString();
   }
 
-  private static Object value(JsonNode node, Schema schema, String path) {
+  private static Object value(JsonNode node, Schema schema, String path, Instant now) {
     switch (schema.getType()) {
       case RECORD:
-        return record(node, schema, path);
+        return record(node, schema, path, now);
       case UNION:
-        return union(node, schema, path);
+        return union(node, schema, path, now);
       case STRING:
         require(node.isTextual(), path, "a string", node);
         return node.asText();
       case LONG:
         return schema.getLogicalType() instanceof LogicalTypes.TimestampMillis
-            ? instant(node, path)
+            ? instant(node, path, now)
             : integral(node, path);
       case INT:
         return Math.toIntExact(integral(node, path));
@@ -103,14 +112,14 @@ public final class AvroJson {
                 e ->
                     map.put(
                         e.getKey(),
-                        value(e.getValue(), schema.getValueType(), path + "." + e.getKey())));
+                        value(e.getValue(), schema.getValueType(), path + "." + e.getKey(), now)));
         return map;
       default:
         throw new JsonMismatchException(path + ": type " + schema.getType() + " is not supported");
     }
   }
 
-  private static Object record(JsonNode node, Schema schema, String path) {
+  private static Object record(JsonNode node, Schema schema, String path, Instant now) {
     require(node.isObject(), path, "an object", node);
     SpecificRecord record = (SpecificRecord) SpecificData.get().newRecord(null, schema);
     for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
@@ -129,7 +138,7 @@ public final class AvroJson {
         }
         record.put(field.pos(), SpecificData.get().deepCopy(field.schema(), defaultOf(field)));
       } else {
-        record.put(field.pos(), value(v, field.schema(), at));
+        record.put(field.pos(), value(v, field.schema(), at, now));
       }
     }
     return record;
@@ -139,14 +148,14 @@ public final class AvroJson {
     return SpecificData.get().getDefaultValue(field);
   }
 
-  private static Object union(JsonNode node, Schema schema, String path) {
+  private static Object union(JsonNode node, Schema schema, String path, Instant now) {
     if (node.isNull()) {
       require(schema.isNullable(), path, "a value", node);
       return null;
     }
     for (Schema branch : schema.getTypes()) {
       if (branch.getType() != Schema.Type.NULL) {
-        return value(node, branch, path);
+        return value(node, branch, path, now);
       }
     }
     throw new JsonMismatchException(path + " must be null");
@@ -157,16 +166,34 @@ public final class AvroJson {
     return node.asLong();
   }
 
-  private static Instant instant(JsonNode node, String path) {
+  /** {@code now}, {@code now+5m} or {@code now-1d}: the units of {@link Durations}. */
+  private static final Pattern RELATIVE = Pattern.compile("now(?:([+-])(\\S+))?");
+
+  private static final String INSTANT =
+      "an ISO-8601 instant, epoch milliseconds, now, or now+/- a duration such as now+5m";
+
+  private static Instant instant(JsonNode node, String path, Instant now) {
     if (node.isIntegralNumber()) {
       return Instant.ofEpochMilli(node.asLong());
     }
-    require(node.isTextual(), path, "an ISO-8601 instant or epoch milliseconds", node);
+    require(node.isTextual(), path, INSTANT, node);
+    Matcher relative = RELATIVE.matcher(node.asText().trim());
+    if (relative.matches()) {
+      if (relative.group(1) == null) {
+        return now;
+      }
+      Duration offset =
+          Durations.parse(relative.group(2))
+              .orElseThrow(
+                  () ->
+                      new JsonMismatchException(
+                          path + ": the duration in " + node + " must be " + Durations.ALLOWED));
+      return relative.group(1).equals("+") ? now.plus(offset) : now.minus(offset);
+    }
     try {
       return Instant.parse(node.asText());
     } catch (DateTimeParseException e) {
-      throw new JsonMismatchException(
-          path + " must be an ISO-8601 instant or epoch milliseconds, was " + node);
+      throw new JsonMismatchException(path + " must be " + INSTANT + ", was " + node);
     }
   }
 

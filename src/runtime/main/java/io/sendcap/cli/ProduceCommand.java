@@ -11,6 +11,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.Comparator;
 import java.util.Map;
 import java.util.Properties;
@@ -45,8 +46,9 @@ import picocli.CommandLine.TypeConversionException;
     name = "produce",
     mixinStandardHelpOptions = true,
     description =
-        "Produces the JSON lines of a file (Avro field names; timestamps as ISO-8601 or epoch"
-            + " ms) to a sendcap topic, keyed by user id. Each bad line is reported with its"
+        "Produces the JSON lines of a file (Avro field names; timestamps as ISO-8601, epoch"
+            + " ms, or now, now+5m, now-1d: relative to when the command starts) to a sendcap"
+            + " topic, keyed by user id. Each bad line is reported with its"
             + " number; the good ones are still sent. Exits 1 if a line was bad, 2 if the broker"
             + " refused records (each reason printed once, with how many records it refused).")
 final class ProduceCommand implements Callable<Integer> {
@@ -135,6 +137,8 @@ final class ProduceCommand implements Callable<Integer> {
         ProgressBar bar = ProgressBars.on(System.err, "produced", lines).build()) {
       String line;
       long number = 0;
+      // One instant for the file, so that now and now+5m in two lines are five minutes apart.
+      Instant now = Instant.now();
       while ((line = in.readLine()) != null) {
         number++;
         bar.step();
@@ -143,7 +147,7 @@ final class ProduceCommand implements Callable<Integer> {
         }
         T record;
         try {
-          record = AvroJson.read(line, type);
+          record = AvroJson.read(line, type, now);
         } catch (AvroJson.JsonMismatchException e) {
           err.printf("%s:%d: %s%n", file, number, e.getMessage());
           bad++;

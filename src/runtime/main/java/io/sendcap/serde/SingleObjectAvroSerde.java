@@ -111,6 +111,14 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
   }
 
   /**
+   * Lets Avro instantiate the generated classes of {@code schema} and of the records and enums it
+   * holds, for code that builds records without a serde (the tools' JSON reader).
+   */
+  public static void trustClassesOf(Schema schema) {
+    trustNested(schema, new HashSet<>());
+  }
+
+  /**
    * Trusts the classes of every record and enum {@code schema} holds, also those of other packages
    * (a {@code PendingSend} holds a {@code ScheduledSend}), so that this serde reads on its own,
    * whichever serde was created first.
