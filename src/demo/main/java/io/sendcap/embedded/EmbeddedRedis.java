@@ -88,6 +88,15 @@ public final class EmbeddedRedis implements AutoCloseable {
     return launched(new EmbeddedRedis(RedisBinary.locate(), chosen, List.of(), dataDir));
   }
 
+  /**
+   * Starts a Redis server on a free port with more {@code redis-server} options, such as a TLS port
+   * and ACL users for a test of a secured Redis; {@link #uri()} stays the plain port, which answers
+   * the harness's PING.
+   */
+  public static EmbeddedRedis startWith(List<String> options) {
+    return launched(new EmbeddedRedis(FreePorts.pick(), options));
+  }
+
   private static List<String> concat(List<String> a, List<String> b) {
     List<String> all = new ArrayList<>(a);
     all.addAll(b);

@@ -12,7 +12,7 @@ import java.util.Set;
  * <p>A port found this way is only probably still free when the server binds it; the window is
  * short enough for tests and demos.
  */
-final class FreePorts {
+public final class FreePorts {
   /** The offset of a Redis Cluster node's bus port from its client port. */
   static final int CLUSTER_BUS_OFFSET = 10_000;
 
@@ -22,7 +22,7 @@ final class FreePorts {
   private FreePorts() {}
 
   /** Returns a port that is free on 127.0.0.1 right now. */
-  static int pick() {
+  public static int pick() {
     try (ServerSocket socket = bind(0)) {
       return socket.getLocalPort();
     } catch (IOException e) {

@@ -80,7 +80,7 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
       LOG.warn(
           "Redis at {} is unreachable ({}); processing paused, {} sends wait in the buffer and"
               + " nothing is lost; probing Redis until it answers",
-          redis.uris(),
+          redis.where(),
           cause.getMessage(),
           waiting);
     }
@@ -102,7 +102,7 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
     if (outageSince >= 0) {
       LOG.info(
           "Redis at {} decides sends again after {} s unreachable; processing resumed",
-          redis.uris(),
+          redis.where(),
           (clock.millis() - outageSince) / 1000);
       outageSince = -1;
     }
@@ -125,7 +125,7 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
   private synchronized void resume() {
     holding = false;
     streams.resume();
-    LOG.debug("Redis at {} answers a PING; processing resumed", redis.uris());
+    LOG.debug("Redis at {} answers a PING; processing resumed", redis.where());
   }
 
   private synchronized void remind(LimiterUnavailableException e) {
@@ -134,7 +134,7 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
       lastLogged = now;
       LOG.warn(
           "Redis at {} still unreachable after {} s ({}); processing stays paused",
-          redis.uris(),
+          redis.where(),
           (now - outageSince) / 1000,
           e.getMessage());
     }

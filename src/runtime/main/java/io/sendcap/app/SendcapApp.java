@@ -14,6 +14,7 @@ import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.RedisConnector;
+import io.sendcap.limit.RedisErrors;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.serde.SchemaRegistryUnavailableException;
 import io.sendcap.topology.SendcapTopology;
@@ -205,7 +206,7 @@ public final class SendcapApp implements AutoCloseable {
         config.topics().deliveries(),
         config.topics().suppressed(),
         config.topics().deadLetters(),
-        config.limiter().uris(),
+        config.limiter().where(),
         config.limiter().cluster() ? " (cluster)" : "",
         config.limiter().clock(),
         config.limiter().failureMode(),
@@ -377,7 +378,7 @@ public final class SendcapApp implements AutoCloseable {
       return RedisConnector.connect(config.limiter(), metrics);
     } catch (RuntimeException e) {
       throw new StartupException(
-          "cannot reach Redis at " + config.limiter().uris() + ": " + e.getMessage(), e);
+          "cannot use Redis at " + config.limiter().where() + ": " + RedisErrors.describe(e), e);
     }
   }
 

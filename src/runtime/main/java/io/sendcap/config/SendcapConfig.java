@@ -8,6 +8,8 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -20,6 +22,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaParseException;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -185,12 +188,29 @@ public record SendcapConfig(
       int sendsPerCall,
       Duration globalLease,
       Duration maxSkew,
-      int keyBuckets) {
+      int keyBuckets,
+      Optional<Path> truststore,
+      Optional<String> truststorePassword) {
     /** Creates the settings; the list is copied. */
     public Limiter {
       uris = List.copyOf(uris);
     }
+
+    /** The Redis URIs with their passwords hidden, for messages and logs. */
+    public String where() {
+      return uris.stream()
+          .map(uri -> PASSWORD_IN_URI.matcher(uri).replaceAll("$1[hidden]@"))
+          .collect(Collectors.joining(", ", "[", "]"));
+    }
+
+    @Override
+    public String toString() {
+      return "Limiter" + where();
+    }
   }
+
+  /** The password of a URI's user info, {@code user:password@} or {@code :password@}. */
+  private static final Pattern PASSWORD_IN_URI = Pattern.compile("(\\w+://[^:@/,]*:)[^@/,]*@");
 
   /** Reads and validates a properties file. */
   public static SendcapConfig load(Path file) {
@@ -238,7 +258,14 @@ public record SendcapConfig(
             r.integer("cap.redis.sends-per-call"),
             r.duration("cap.global.lease.ms"),
             r.duration("cap.max-skew.ms"),
-            r.keyBuckets("cap.redis.key-buckets", cluster));
+            r.keyBuckets("cap.redis.key-buckets", cluster),
+            r.optionalString("cap.redis.ssl.truststore.location").map(Path::of),
+            r.optionalString("cap.redis.ssl.truststore.password"));
+    r.requireTrustStore(
+        "cap.redis.ssl.truststore.location",
+        "cap.redis.ssl.truststore.password",
+        limiter.truststore(),
+        limiter.truststorePassword());
     Mode mode = r.choice("cap.mode", Mode.class);
     Batch batch = new Batch(r.integer("batch.max.records"), r.duration("batch.max.wait.ms"));
     Path policies = Installation.resolve(Path.of(r.string("policies.file")));
@@ -358,6 +385,43 @@ public record SendcapConfig(
       return Collections.unmodifiableMap(settings);
     }
 
+    /** The value of a key without a default, if set and not blank. */
+    Optional<String> optionalString(String key) {
+      String value = props.getProperty(key, "").trim();
+      if (value.isEmpty()) {
+        return Optional.empty();
+      }
+      effective.put(key, value);
+      return Optional.of(value);
+    }
+
+    /**
+     * Records a problem unless {@code store}, if set, is a PKCS12 or JKS key store that opens with
+     * {@code password}: a wrong path or password fails start-up here, naming the key, rather than
+     * at the first connection.
+     */
+    void requireTrustStore(
+        String key, String passwordKey, Optional<Path> store, Optional<String> password) {
+      if (store.isEmpty()) {
+        if (password.isPresent()) {
+          problems.add(passwordKey, "[hidden]", "only with " + key);
+        }
+        return;
+      }
+      try {
+        KeyStore.getInstance(store.get().toFile(), password.map(String::toCharArray).orElse(null));
+      } catch (IOException | GeneralSecurityException e) {
+        problems.add(
+            key,
+            store.get().toString(),
+            "a readable PKCS12 or JKS trust store that opens with "
+                + passwordKey
+                + " ("
+                + e.getMessage()
+                + ")");
+      }
+    }
+
     String string(String key) {
       String defaultValue = Settings.defaultOf(key);
       String value = props.getProperty(key, defaultValue).trim();
@@ -469,7 +533,10 @@ public record SendcapConfig(
         if (validRedisUri(trimmed)) {
           uris.add(trimmed);
         } else {
-          problems.add(key, trimmed, "redis://host:port or rediss://host:port, comma-separated");
+          problems.add(
+              key,
+              PASSWORD_IN_URI.matcher(trimmed).replaceAll("$1[hidden]@"),
+              "redis://host:port or rediss://host:port, comma-separated");
         }
       }
       return uris;

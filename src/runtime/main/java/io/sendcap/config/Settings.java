@@ -181,6 +181,16 @@ public final class Settings {
                           + " cap.redis.cluster=true."),
                   bool(
                       "cap.redis.cluster", "false", "Whether cap.redis.uri names a Redis Cluster."),
+                  optional(
+                      "cap.redis.ssl.truststore.location",
+                      "",
+                      "For rediss:// URIs whose certificate the JDK does not trust: a PKCS12 or"
+                          + " JKS trust store holding\n"
+                          + "the certificate of the CA that signed Redis's. A Redis ACL user and"
+                          + " its password go in the\n"
+                          + "URI: rediss://USER:PASSWORD@host:port (README: \"Running against a"
+                          + " secured Redis\")."),
+                  optional("cap.redis.ssl.truststore.password", "", ""),
                   text(
                       "cap.redis.key-prefix",
                       "s",

@@ -3,6 +3,7 @@ package io.sendcap.limit;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
+import io.lettuce.core.SslOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
@@ -21,7 +22,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Duration;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -86,7 +86,11 @@ public final class RedisConnector implements AutoCloseable {
       // Node connections open lazily, when the first command for a node's slots is written; a
       // client that rejected commands while disconnected would reject that first batch. Commands
       // wait for the node instead, up to the command timeout.
-      cluster.setOptions(ClusterClientOptions.builder().timeoutOptions(timeouts).build());
+      cluster.setOptions(
+          ClusterClientOptions.builder()
+              .timeoutOptions(timeouts)
+              .sslOptions(sslOptions(settings))
+              .build());
     } else {
       this.cluster = null;
       this.standalone = RedisClient.create(resources, RedisURI.create(settings.uris().get(0)));
@@ -94,8 +98,23 @@ public final class RedisConnector implements AutoCloseable {
           ClientOptions.builder()
               .timeoutOptions(timeouts)
               .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+              .sslOptions(sslOptions(settings))
               .build());
     }
+  }
+
+  /**
+   * TLS for {@code rediss://} URIs: the JDK's TLS with the JDK's trusted certificates, or those of
+   * {@code cap.redis.ssl.truststore.location}. Host names are verified ({@code rediss://} does so
+   * unless the URI says {@code verifyPeer=...} otherwise).
+   */
+  private static SslOptions sslOptions(SendcapConfig.Limiter settings) {
+    SslOptions.Builder ssl = SslOptions.builder().jdkSslProvider();
+    settings
+        .truststore()
+        .ifPresent(
+            store -> ssl.truststore(store.toFile(), settings.truststorePassword().orElse(null)));
+    return ssl.build();
   }
 
   /**
@@ -117,6 +136,7 @@ public final class RedisConnector implements AutoCloseable {
     RedisConnector connector = new RedisConnector(settings, metrics);
     try (RedisSlidingLog log = connector.open()) {
       log.loadScript();
+      log.callScriptWithNoSends();
     } catch (RuntimeException e) {
       connector.close();
       throw e;
@@ -132,7 +152,7 @@ public final class RedisConnector implements AutoCloseable {
           cluster != null ? connectToEveryMaster() : standalone.connect(ByteArrayCodec.INSTANCE);
     } catch (RuntimeException e) {
       throw new LimiterUnavailableException(
-          "cannot connect to Redis at " + settings.uris() + ": " + e.getMessage(), e);
+          "cannot connect to Redis at " + settings.where() + ": " + e.getMessage(), e);
     }
     RedisSlidingLog log = new RedisSlidingLog(connection, this);
     open.add(log);
@@ -153,10 +173,10 @@ public final class RedisConnector implements AutoCloseable {
               : standalone.connect(ByteArrayCodec.INSTANCE);
     } catch (RuntimeException e) {
       throw new LimiterUnavailableException(
-          "cannot connect to Redis at " + settings.uris() + ": " + e.getMessage(), e);
+          "cannot connect to Redis at " + settings.where() + ": " + e.getMessage(), e);
     }
     return new RedisQuotaStore(
-        connection, readScript(RedisQuotaStore.SCRIPT), settings.timeout(), uris().toString());
+        connection, readScript(RedisQuotaStore.SCRIPT), settings.timeout(), where());
   }
 
   void closed(RedisSlidingLog log) {
@@ -197,9 +217,9 @@ public final class RedisConnector implements AutoCloseable {
     return connection;
   }
 
-  /** The Redis URIs this connector was configured with. */
-  public List<String> uris() {
-    return settings.uris();
+  /** The Redis URIs this connector was configured with, passwords hidden: for messages. */
+  public String where() {
+    return settings.where();
   }
 
   SendcapConfig.Limiter settings() {

@@ -10,6 +10,7 @@ import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.sendcap.config.SendcapConfig;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -131,7 +132,7 @@ public final class RedisSlidingLog implements CapStore {
     LOG.info(
         "Redis at {} answered NOSCRIPT (script cache flushed, restart or failover);"
             + " loading the script again and retrying {} calls",
-        connector.settings().uris(),
+        connector.settings().where(),
         failed.size());
     loadScript(deadline);
     connector.recordReload();
@@ -198,6 +199,33 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   /**
+   * Calls the script once with no sends, which decides and writes nothing: a Redis user whose ACL
+   * does not allow EVALSHA fails start-up here rather than at the first batch.
+   *
+   * @throws LimiterUnavailableException if Redis refuses or does not answer
+   */
+  void callScriptWithNoSends() {
+    connection.setAutoFlushCommands(true);
+    try {
+      scripting
+          .evalsha(connector.sha(), ScriptOutputType.MULTI, new byte[0][], NO_SENDS_ARGS)
+          .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      throw unavailable("EVALSHA", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw unavailable("EVALSHA", e);
+    } finally {
+      connection.setAutoFlushCommands(false);
+    }
+  }
+
+  /** The script's arguments for no sends: where the first send's would start, and a time floor. */
+  private static final byte[][] NO_SENDS_ARGS = {
+    "3".getBytes(StandardCharsets.US_ASCII), "0".getBytes(StandardCharsets.US_ASCII)
+  };
+
+  /**
    * Sends a PING to every node this connection writes to: the server, or every cluster master.
    *
    * @throws LimiterUnavailableException if one does not answer
@@ -262,9 +290,9 @@ public final class RedisSlidingLog implements CapStore {
     return new LimiterUnavailableException(
         what
             + " to Redis at "
-            + connector.settings().uris()
+            + connector.settings().where()
             + " failed: "
-            + (cause == null ? "no answer" : cause.getMessage()),
+            + (cause == null ? "no answer" : RedisErrors.describe(cause)),
         cause);
   }
 

@@ -51,6 +51,41 @@ class SendcapConfigTest {
   }
 
   @Test
+  void aRedisPasswordIsHiddenWhereverTheUriIsShown() {
+    Properties p = new Properties();
+    p.setProperty(
+        "cap.redis.uri", "rediss://sendcap:s3cret@redis-a:6380,rediss://:s3cret@redis-b:6380");
+    p.setProperty("cap.redis.cluster", "true");
+
+    SendcapConfig c = SendcapConfig.from(p, "app.properties");
+
+    assertThat(c.limiter().where())
+        .isEqualTo("[rediss://sendcap:[hidden]@redis-a:6380, rediss://:[hidden]@redis-b:6380]");
+    assertThat(c.limiter().toString()).doesNotContain("s3cret");
+    assertThat(c.describe()).contains("cap.redis.uri=rediss://[hidden]@").doesNotContain("s3cret");
+  }
+
+  @Test
+  void aRedisTrustStoreThatDoesNotOpenFailsStartUpNamingTheKey(@TempDir Path dir)
+      throws IOException {
+    Path notAStore = Files.writeString(dir.resolve("store.p12"), "not a key store");
+    Properties p = new Properties();
+    p.setProperty("cap.redis.uri", "rediss://sendcap:s3cret@redis:6380");
+    p.setProperty("cap.redis.ssl.truststore.location", notAStore.toString());
+    p.setProperty("cap.redis.ssl.truststore.password", "s3cret");
+
+    InvalidConfigException e =
+        catchThrowableOfType(
+            InvalidConfigException.class, () -> SendcapConfig.from(p, "app.properties"));
+
+    assertThat(e.problems())
+        .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING)
+        .startsWith("cap.redis.ssl.truststore.location=\"" + notAStore + "\" is invalid:")
+        .contains("PKCS12 or JKS trust store that opens with cap.redis.ssl.truststore.password")
+        .doesNotContain("s3cret");
+  }
+
+  @Test
   void theShippedFileHoldsTheDefaults() {
     SendcapConfig fromFile = SendcapConfig.load(Path.of("config/sendcap.properties"));
     SendcapConfig defaults = SendcapConfig.from(new Properties(), "none");
