@@ -5,12 +5,16 @@ import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.EmbeddedRegistry;
+import io.sendcap.embedded.FreePorts;
+import io.sendcap.embedded.SecuredSetup;
+import io.sendcap.embedded.TempDirs;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -69,15 +73,38 @@ final class EmbeddedCommand implements Callable<Integer> {
               + " again (default: temporary directories, deleted at the end).")
   Path dataDir;
 
+  @Option(
+      names = "--secure",
+      description =
+          "Secures the broker and Redis as a production cluster is: Kafka's listener speaks"
+              + " SASL_SSL (SCRAM-SHA-512) with ACLs (principal sendcap with README's least"
+              + " rights, principal operator with every right on the topics, for the tools), Redis"
+              + " speaks TLS with sendcap's ACL user; the certificate, the passwords and a"
+              + " settings file for each principal are made for the run and deleted at the end."
+              + " Not with --data-dir.")
+  boolean secure;
+
   @Override
   public Integer call() throws InterruptedException {
+    if (secure && dataDir != null) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--secure makes its certificate and passwords for one run; it keeps no data"
+              + " (--data-dir)");
+    }
+    Path secureDir = secure ? TempDirs.create("sendcap-secure-") : null;
+    SecuredSetup secured = secure ? SecuredSetup.create(secureDir) : null;
+    int redisTlsPort = secure ? FreePorts.orFree(redisPort, "--redis-port") : 0;
     // The registry is a child process: it starts while this JVM starts Redis and the broker.
     EmbeddedRegistry.Starting registryStarting =
         noSchemaRegistry ? null : EmbeddedRegistry.startInBackground(registryPort, in("registry"));
     EmbeddedRedis redis;
     EmbeddedKafka kafka;
     try {
-      redis = EmbeddedRedis.start(redisPort, in("redis"));
+      redis =
+          secure
+              ? EmbeddedRedis.startWith(secured.redisOptions(redisTlsPort))
+              : EmbeddedRedis.start(redisPort, in("redis"));
     } catch (RuntimeException e) {
       if (registryStarting != null) {
         registryStarting.discard();
@@ -85,7 +112,7 @@ final class EmbeddedCommand implements Callable<Integer> {
       throw e;
     }
     try {
-      kafka = EmbeddedKafka.start(in("kafka"), kafkaPort);
+      kafka = EmbeddedKafka.start(in("kafka"), kafkaPort, secure ? secured.kafkaSecurity() : null);
     } catch (RuntimeException e) {
       redis.close();
       if (registryStarting != null) {
@@ -102,8 +129,12 @@ final class EmbeddedCommand implements Callable<Integer> {
       throw e;
     }
     SendcapConfig.Topics t = SendcapConfig.from(new Properties(), "defaults").topics();
+    if (secure) {
+      secured.grant(kafka);
+      secured.grant(redis);
+    }
     KafkaTopics.create(
-        kafka.bootstrapServers(),
+        kafka.adminBootstrapServers(),
         partitions,
         List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters()));
     CountDownLatch stopped = new CountDownLatch(1);
@@ -116,10 +147,18 @@ final class EmbeddedCommand implements Callable<Integer> {
                   if (registry != null) {
                     registry.close();
                   }
+                  if (secureDir != null) {
+                    TempDirs.delete(secureDir);
+                  }
                   stopped.countDown();
                 },
                 "embedded-shutdown"));
     PrintWriter out = spec.commandLine().getOut();
+    if (secure) {
+      printSecured(out, secured, kafka, redisTlsPort, registry, t);
+      stopped.await();
+      return 0;
+    }
     out.println("bootstrap.servers=" + kafka.bootstrapServers());
     out.println("cap.redis.uri=" + redis.uri());
     if (registry != null) {
@@ -149,6 +188,54 @@ final class EmbeddedCommand implements Callable<Integer> {
     out.flush();
     stopped.await();
     return 0;
+  }
+
+  private static void printSecured(
+      PrintWriter out,
+      SecuredSetup secured,
+      EmbeddedKafka kafka,
+      int redisTlsPort,
+      EmbeddedRegistry registry,
+      SendcapConfig.Topics t) {
+    Path sendcap =
+        secured.write(
+            "sendcap.properties", secured.sendcapSettings(kafka.bootstrapServers(), redisTlsPort));
+    Path operator =
+        secured.write(
+            "operator.properties",
+            secured.kafkaSettings(
+                kafka.bootstrapServers(), SecuredSetup.OPERATOR, secured.operatorPassword()));
+    out.println(
+        "bootstrap.servers="
+            + kafka.bootstrapServers()
+            + " (SASL_SSL, SCRAM-SHA-512, ACLs: allow.everyone.if.no.acl.found=false)");
+    out.println(
+        "cap.redis.uri=rediss://"
+            + SecuredSetup.SENDCAP
+            + ":[hidden]@127.0.0.1:"
+            + redisTlsPort
+            + " (TLS, ACL user "
+            + SecuredSetup.SENDCAP
+            + ")");
+    if (registry != null) {
+      out.println("schema.registry.url=" + registry.url());
+    }
+    out.println(
+        "topics: "
+            + String.join(", ", t.input(), t.deliveries(), t.suppressed(), t.deadLetters())
+            + ", "
+            + t.policies());
+    out.println("sendcap's settings (README's least rights): " + sendcap);
+    out.println("the tools' settings (principal operator): " + operator);
+    out.println("Publish the segments the policies name, once, with:");
+    out.printf(
+        "  for s in new-users active dormant; do bin/sendcap segments publish --config %s --name"
+            + " $s --ids config/segments/$s.ids; done%n",
+        operator);
+    out.println("Run sendcap against them with:");
+    out.printf("  bin/sendcap run --config %s%n", sendcap);
+    out.println("Press Ctrl-C to stop.");
+    out.flush();
   }
 
   /** The directory of one server's data under --data-dir, or null for a temporary one. */

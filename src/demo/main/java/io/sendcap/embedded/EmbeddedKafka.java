@@ -10,7 +10,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
@@ -49,17 +52,33 @@ public final class EmbeddedKafka implements AutoCloseable {
   private static final String CONTROLLER_LISTENER = "CONTROLLER";
   private static final Duration POLL_INTERVAL = Duration.ofMillis(50);
 
+  /** The SASL mechanism of a secured broker. */
+  public static final String SCRAM = "SCRAM-SHA-512";
+
+  /**
+   * A broker whose clients' listener requires TLS and SCRAM-SHA-512 and whose authorizer denies
+   * what no ACL allows.
+   *
+   * @param certificates the broker's key store, and the trust store its clients need
+   * @param users the SCRAM users (name to password) the storage is formatted with
+   */
+  public record Security(Certificates certificates, Map<String, String> users) {}
+
   private final Path dataDir;
   private final boolean deleteOnClose;
   private final int brokerPort;
   private final int controllerPort;
+  private final int internalPort;
+  private final Security security;
   private KafkaRaftServer server;
 
-  private EmbeddedKafka(Path dataDir, boolean deleteOnClose, int brokerPort) {
+  private EmbeddedKafka(Path dataDir, boolean deleteOnClose, int brokerPort, Security security) {
     this.dataDir = dataDir.toAbsolutePath();
     this.deleteOnClose = deleteOnClose;
     this.brokerPort = brokerPort;
     this.controllerPort = FreePorts.pick();
+    this.security = security;
+    this.internalPort = security == null ? 0 : FreePorts.pick();
   }
 
   /**
@@ -80,11 +99,23 @@ public final class EmbeddedKafka implements AutoCloseable {
    * @throws IllegalArgumentException if {@code port} is in use
    */
   public static EmbeddedKafka start(Path dataDir, int port) {
+    return start(dataDir, port, null);
+  }
+
+  /**
+   * As {@link #start(Path, int)}, secured: the clients' listener on {@code port} speaks SASL_SSL
+   * (SCRAM-SHA-512) and the StandardAuthorizer allows only what ACLs grant ({@code
+   * allow.everyone.if.no.acl.found=false}). Inter-broker and controller traffic and {@link
+   * #adminBootstrapServers()} use plaintext listeners on other loopback ports whose anonymous
+   * principal is a super user: for this broker's own administration (topics, ACLs), not for clients
+   * under test.
+   */
+  public static EmbeddedKafka start(Path dataDir, int port, Security security) {
     int brokerPort = FreePorts.orFree(port, "--kafka-port");
     EmbeddedKafka kafka =
         dataDir == null
-            ? new EmbeddedKafka(TempDirs.create("sendcap-kafka-"), true, brokerPort)
-            : new EmbeddedKafka(dataDir, false, brokerPort);
+            ? new EmbeddedKafka(TempDirs.create("sendcap-kafka-"), true, brokerPort, security)
+            : new EmbeddedKafka(dataDir, false, brokerPort, security);
     try {
       kafka.formatIfNeeded();
       kafka.startServer();
@@ -98,6 +129,14 @@ public final class EmbeddedKafka implements AutoCloseable {
   /** Returns the {@code bootstrap.servers} of this broker, e.g. {@code 127.0.0.1:40123}. */
   public String bootstrapServers() {
     return "127.0.0.1:" + brokerPort;
+  }
+
+  /**
+   * The bootstrap servers of a client with every right: {@link #bootstrapServers()}, or on a
+   * secured broker its internal plaintext listener, for creating topics and ACLs.
+   */
+  public String adminBootstrapServers() {
+    return security == null ? bootstrapServers() : "127.0.0.1:" + internalPort;
   }
 
   /** Returns the directory that holds this broker's logs and metadata. */
@@ -162,13 +201,28 @@ public final class EmbeddedKafka implements AutoCloseable {
    * version).
    */
   private void format(Path configFile) {
-    String[] args = {
-      "format", "--config", configFile.toString(), "--cluster-id", Uuid.randomUuid().toString()
-    };
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "format",
+                "--config",
+                configFile.toString(),
+                "--cluster-id",
+                Uuid.randomUuid().toString()));
+    if (security != null) {
+      security
+          .users()
+          .forEach(
+              (user, password) ->
+                  args.addAll(
+                      List.of(
+                          "--add-scram",
+                          SCRAM + "=[name=" + user + ",password=" + password + "]")));
+    }
     ByteArrayOutputStream output = new ByteArrayOutputStream();
     int exitCode;
     try (PrintStream printStream = new PrintStream(output, true, StandardCharsets.UTF_8)) {
-      exitCode = StorageTool.execute(args, printStream);
+      exitCode = StorageTool.execute(args.toArray(String[]::new), printStream);
     } catch (RuntimeException e) {
       throw new IllegalStateException("Could not format Kafka storage in " + dataDir, e);
     }
@@ -209,6 +263,41 @@ public final class EmbeddedKafka implements AutoCloseable {
   }
 
   private Map<String, String> config() {
+    return security == null ? plainConfig() : securedConfig();
+  }
+
+  private Map<String, String> securedConfig() {
+    Map<String, String> config = new HashMap<>(plainConfig());
+    config.put(
+        "listeners",
+        "SASL_SSL://127.0.0.1:"
+            + brokerPort
+            + ",INTERNAL://127.0.0.1:"
+            + internalPort
+            + ",CONTROLLER://127.0.0.1:"
+            + controllerPort);
+    config.put(
+        "advertised.listeners",
+        "SASL_SSL://127.0.0.1:" + brokerPort + ",INTERNAL://127.0.0.1:" + internalPort);
+    config.put(
+        "listener.security.protocol.map",
+        "SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT");
+    config.put("inter.broker.listener.name", "INTERNAL");
+    config.put("sasl.enabled.mechanisms", SCRAM);
+    config.put(
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;");
+    config.put("ssl.keystore.type", "PKCS12");
+    config.put("ssl.keystore.location", security.certificates().keystore().toString());
+    config.put("ssl.keystore.password", security.certificates().password());
+    config.put("ssl.key.password", security.certificates().password());
+    config.put("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+    config.put("allow.everyone.if.no.acl.found", "false");
+    config.put("super.users", "User:ANONYMOUS");
+    return config;
+  }
+
+  private Map<String, String> plainConfig() {
     String listeners =
         "PLAINTEXT://127.0.0.1:" + brokerPort + ",CONTROLLER://127.0.0.1:" + controllerPort;
     return Map.ofEntries(
@@ -239,7 +328,7 @@ public final class EmbeddedKafka implements AutoCloseable {
   private void awaitClients() {
     Instant deadline = Instant.now().plus(STARTUP_TIMEOUT);
     Map<String, Object> adminConfig =
-        Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
+        Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, adminBootstrapServers());
     try (Admin admin = Admin.create(adminConfig)) {
       while (describeCluster(admin, deadline).isEmpty()) {
         Thread.sleep(POLL_INTERVAL.toMillis());

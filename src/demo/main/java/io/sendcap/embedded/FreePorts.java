@@ -53,7 +53,7 @@ public final class FreePorts {
    *
    * @throws IllegalArgumentException if it is taken, naming {@code option}
    */
-  static int orFree(int port, String option) {
+  public static int orFree(int port, String option) {
     if (port == 0) {
       return pick();
     }

@@ -3,19 +3,16 @@ package io.sendcap.app;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.classic.spi.ThrowableProxyUtil;
-import ch.qos.logback.core.read.ListAppender;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.output.StatusOutput;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
+import io.sendcap.embedded.Certificates;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.FreePorts;
-import io.sendcap.testing.TestCertificates;
+import io.sendcap.testing.CapturedLogs;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
@@ -35,7 +32,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.slf4j.LoggerFactory;
 
 /**
  * sendcap against a Redis that requires TLS and an ACL user: a blast capped through it with the
@@ -54,7 +50,7 @@ class RedisSecurityIT {
 
   private static TestKafka kafka;
   private static EmbeddedRedis redis;
-  private static TestCertificates certificates;
+  private static Certificates certificates;
   private static int tlsPort;
   @TempDir static Path dir;
 
@@ -65,7 +61,7 @@ class RedisSecurityIT {
     kafka = TestKafka.start();
     CapScenario.writeFiles(dir);
     CapScenario.publishSegments(kafka.bootstrapServers());
-    certificates = TestCertificates.create(dir);
+    certificates = Certificates.create(dir);
     tlsPort = FreePorts.pick();
     redis =
         EmbeddedRedis.startWith(
@@ -138,7 +134,7 @@ class RedisSecurityIT {
       throws Exception {
     List<ProducerRecord<byte[], byte[]>> input = scenario.records(INPUT, 3_000, 400, 20, 30, 17);
     Properties p = settings("app-secured", secured(USER, PASSWORD), true);
-    ListAppender<ILoggingEvent> logs = captureLogs();
+    CapturedLogs logs = new CapturedLogs();
     List<String> bodies = new ArrayList<>();
     try (SendcapApp app = SendcapApp.start(CapScenario.config(p, "-secured"));
         TopicReader reader =
@@ -163,10 +159,10 @@ class RedisSecurityIT {
         bodies.add(get(app.httpPort(), path));
       }
     } finally {
-      release(logs);
+      logs.close();
     }
     assertThat(CapScenario.loggedSends(redis.uri())).as("sends logged in Redis").isPositive();
-    List<String> lines = lines(logs);
+    List<String> lines = logs.lines();
     assertThat(lines).anyMatch(l -> l.contains("settings:")).noneMatch(l -> l.contains(PASSWORD));
     assertThat(String.join("\n", lines)).contains("[hidden]");
     assertThat(bodies).isNotEmpty().noneMatch(b -> b.contains(PASSWORD));
@@ -174,7 +170,7 @@ class RedisSecurityIT {
 
   @Test
   void aWrongPasswordFailsStartUpNamingTheSettingAndNotThePassword() {
-    ListAppender<ILoggingEvent> logs = captureLogs();
+    CapturedLogs logs = new CapturedLogs();
     try {
       assertThatThrownBy(
               () ->
@@ -189,9 +185,9 @@ class RedisSecurityIT {
           .hasMessageNotContaining(PASSWORD)
           .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
     } finally {
-      release(logs);
+      logs.close();
     }
-    assertThat(lines(logs)).noneMatch(l -> l.contains(PASSWORD));
+    assertThat(logs.lines()).noneMatch(l -> l.contains(PASSWORD));
   }
 
   @Test
@@ -236,35 +232,5 @@ class RedisSecurityIT {
                 HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
                 HttpResponse.BodyHandlers.ofString());
     return response.body();
-  }
-
-  private static ListAppender<ILoggingEvent> captureLogs() {
-    ListAppender<ILoggingEvent> appender = new ListAppender<>();
-    appender.start();
-    root().addAppender(appender);
-    return appender;
-  }
-
-  private static void release(ListAppender<ILoggingEvent> appender) {
-    root().detachAppender(appender);
-    appender.stop();
-  }
-
-  private static Logger root() {
-    return (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
-  }
-
-  /** Each captured event as a log line would show it: message and stack trace. */
-  private static List<String> lines(ListAppender<ILoggingEvent> appender) {
-    synchronized (appender.list) {
-      return appender.list.stream()
-          .map(
-              e ->
-                  e.getFormattedMessage()
-                      + (e.getThrowableProxy() == null
-                          ? ""
-                          : "\n" + ThrowableProxyUtil.asString(e.getThrowableProxy())))
-          .toList();
-    }
   }
 }

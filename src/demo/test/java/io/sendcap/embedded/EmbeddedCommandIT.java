@@ -2,6 +2,7 @@ package io.sendcap.embedded;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sendcap.testing.Cli;
 import io.sendcap.testing.ForkedSendcap;
 import io.sendcap.testing.TopicReader;
 import java.net.URI;
@@ -9,10 +10,12 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -66,6 +69,88 @@ class EmbeddedCommandIT {
       assertThat(Resp.call(redis, "GET", "s{1}")).isEqualTo("kept");
       assertThat(get(registry, "/subjects")).contains("kept-value");
     }
+  }
+
+  /**
+   * {@code embedded --secure} as README's secured sections describe it: the operator publishes the
+   * segments with the tools' settings file, sendcap runs with its own (README's least rights), a
+   * send produced by the operator is decided, and no password is printed.
+   */
+  @Test
+  void secureGivesServersThatSendcapAndTheToolsUseWithTheSettingsFilesItPrints(@TempDir Path dir)
+      throws Exception {
+    List<String> args = List.of("embedded", "--secure", "--no-schema-registry");
+    try (ForkedSendcap embedded =
+        ForkedSendcap.start(args, dir.resolve("embedded.log"), STARTUP, READY)) {
+      String printed = embedded.output();
+      Path sendcap = Path.of(after(printed, "sendcap's settings (README's least rights): "));
+      Path operator = Path.of(after(printed, "the tools' settings (principal operator): "));
+      Properties settings = new Properties();
+      try (var in = Files.newBufferedReader(sendcap)) {
+        settings.load(in);
+      }
+      String uri = settings.getProperty("cap.redis.uri");
+      String password = uri.substring(uri.indexOf(':', 9) + 1, uri.indexOf('@'));
+      assertThat(settings.getProperty("security.protocol")).isEqualTo("SASL_SSL");
+      assertThat(printed).contains("rediss://sendcap:[hidden]@").doesNotContain(password);
+
+      for (String segment : List.of("new-users", "active", "dormant")) {
+        Cli.Result published =
+            Cli.run(
+                "segments",
+                "publish",
+                "--config",
+                operator.toString(),
+                "--name",
+                segment,
+                "--ids",
+                "config/segments/" + segment + ".ids");
+        assertThat(published.exit()).as(published.err()).isZero();
+      }
+      try (ForkedSendcap run =
+          ForkedSendcap.start(
+              sendcap,
+              dir.resolve("run.log"),
+              STARTUP,
+              "http.port=0",
+              "state.dir=" + dir.resolve("state"))) {
+        Cli.Result produced =
+            Cli.run(
+                "produce",
+                "--config",
+                operator.toString(),
+                "--topic",
+                "campaign-sends",
+                "--file",
+                "config/examples/sends-1.jsonl");
+        assertThat(produced.exit()).as(produced.err()).isZero();
+        TopicReader.await(
+            "the first example send delivered",
+            Duration.ofMinutes(1),
+            () ->
+                Cli.run(
+                        "consume",
+                        "--config",
+                        operator.toString(),
+                        "--topic",
+                        "deliveries",
+                        "--from-beginning",
+                        "--until-end",
+                        "--json")
+                    .out()
+                    .contains("\"messageId\":\"w-1\""));
+        assertThat(run.output()).doesNotContain(password).contains("sasl.jaas.config=[hidden]");
+      }
+    }
+  }
+
+  /** The rest of the line of {@code text} that starts with {@code prefix}. */
+  private static String after(String text, String prefix) {
+    return text.lines()
+        .filter(l -> l.startsWith(prefix))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no line " + prefix + "... in:\n" + text))
+        .substring(prefix.length());
   }
 
   private static KafkaProducer<String, String> producer(int port) {

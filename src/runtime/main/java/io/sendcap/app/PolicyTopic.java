@@ -79,8 +79,12 @@ public final class PolicyTopic {
       if (e.getCause() instanceof TopicExistsException) {
         return false;
       }
+      String refusal = KafkaErrors.refusal(e);
       throw new IllegalArgumentException(
-          "cannot create topic " + topic + ": " + e.getCause().getMessage(), e);
+          refusal != null
+              ? refusal
+              : "cannot create topic " + topic + ": " + e.getCause().getMessage(),
+          e);
     } catch (TimeoutException e) {
       throw unreachable(e);
     } catch (InterruptedException e) {

@@ -391,22 +391,14 @@ public final class SendcapApp implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       throw new StartupException(e.getMessage(), e);
     }
-    List<String> needed =
-        List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters(), t.segments());
-    List<String> missing;
+    List<String> problems;
     try {
-      missing = SendcapTopics.missing(config, needed, config.brokerTimeout());
+      problems = new KafkaRights(config, config.brokerTimeout()).problems();
     } catch (IllegalArgumentException e) {
       throw new StartupException(e.getMessage(), e);
     }
-    if (!missing.isEmpty()) {
-      throw new StartupException(
-          "missing topic(s) "
-              + missing
-              + "; create them before starting sendcap ("
-              + t.segments()
-              + " is created by: bin/sendcap segments publish)",
-          null);
+    if (!problems.isEmpty()) {
+      throw new StartupException(String.join("; ", problems), null);
     }
   }
 

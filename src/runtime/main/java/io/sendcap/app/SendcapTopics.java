@@ -15,6 +15,7 @@ import java.util.concurrent.TimeoutException;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /** What the hand tools know of sendcap's topics: which record each holds, and that they exist. */
 public final class SendcapTopics {
@@ -74,10 +75,44 @@ public final class SendcapTopics {
    * @throws IllegalArgumentException saying which is not the case
    */
   public static void requireTopic(SendcapConfig config, String topic) {
-    if (!missing(config, List.of(topic), config.brokerTimeout()).isEmpty()) {
-      throw new IllegalArgumentException(
-          "topic " + topic + " does not exist on " + config.streams().get("bootstrap.servers"));
+    Duration timeout = config.brokerTimeout();
+    Properties props = clientProperties(config);
+    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) timeout.toMillis());
+    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, (int) timeout.toMillis());
+    try (Admin admin = Admin.create(props)) {
+      // Described by name: a topic the principal may not see is refused as such, where a listing
+      // would leave it out as if it did not exist.
+      admin
+          .describeTopics(List.of(topic))
+          .allTopicNames()
+          .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+        throw new IllegalArgumentException(
+            "topic " + topic + " does not exist on " + props.get("bootstrap.servers"), e);
+      }
+      throw unreachable(props, timeout, e);
+    } catch (TimeoutException e) {
+      throw unreachable(props, timeout, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalArgumentException("interrupted while asking Kafka for topic " + topic, e);
     }
+  }
+
+  private static IllegalArgumentException unreachable(
+      Properties props, Duration timeout, Exception e) {
+    String refusal = KafkaErrors.refusal(e);
+    if (refusal != null) {
+      return new IllegalArgumentException(refusal, e);
+    }
+    return new IllegalArgumentException(
+        "cannot reach Kafka at "
+            + props.get("bootstrap.servers")
+            + " within "
+            + timeout.toSeconds()
+            + " s (bootstrap.servers)",
+        e);
   }
 
   /**
@@ -95,6 +130,10 @@ public final class SendcapTopics {
           admin.listTopics().names().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       return names.stream().filter(n -> !existing.contains(n)).toList();
     } catch (ExecutionException | TimeoutException e) {
+      String refusal = KafkaErrors.refusal(e);
+      if (refusal != null) {
+        throw new IllegalArgumentException(refusal, e);
+      }
       throw new IllegalArgumentException(
           "cannot reach Kafka at "
               + props.get("bootstrap.servers")

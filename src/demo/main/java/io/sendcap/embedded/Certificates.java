@@ -1,4 +1,4 @@
-package io.sendcap.testing;
+package io.sendcap.embedded;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -8,27 +8,30 @@ import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.Key;
 import java.security.KeyStore;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A self-signed server certificate for 127.0.0.1 and localhost, made for one test with the JDK's
- * keytool (no private key is checked in): PEM files for a server built on OpenSSL (redis-server)
- * and a PKCS12 trust store for a Java client. The certificate is its own CA, valid for two days.
+ * A self-signed server certificate for 127.0.0.1 and localhost, made for one test or one {@code
+ * embedded --secure} run with the JDK's keytool (no private key is checked in): a PKCS12 key store
+ * for a Java server (the Kafka broker), PEM files for a server built on OpenSSL (redis-server) and
+ * a PKCS12 trust store for the clients. The certificate is its own CA, valid for two days.
  *
+ * @param keystore a PKCS12 key store holding the key and certificate, alias {@code server}
  * @param certificate the certificate, PEM
  * @param privateKey its private key, PKCS#8 PEM
  * @param truststore a PKCS12 trust store holding the certificate
- * @param password the trust store's password
+ * @param password the password of both stores and of the key
  */
-public record TestCertificates(
-    Path certificate, Path privateKey, Path truststore, String password) {
+public record Certificates(
+    Path keystore, Path certificate, Path privateKey, Path truststore, String password) {
 
   /** Makes the certificate and its files in {@code dir}. */
-  public static TestCertificates create(Path dir) throws IOException {
-    String password = "changeit-" + Long.toHexString(System.nanoTime());
+  public static Certificates create(Path dir) throws IOException {
+    String password = Long.toHexString(new SecureRandom().nextLong());
     Path keystore = dir.resolve("server.p12");
     Path certificate = dir.resolve("server.crt");
     Path privateKey = dir.resolve("server.key");
@@ -90,7 +93,7 @@ public record TestCertificates(
     } catch (GeneralSecurityException e) {
       throw new IOException("cannot read the key keytool made", e);
     }
-    return new TestCertificates(certificate, privateKey, truststore, password);
+    return new Certificates(keystore, certificate, privateKey, truststore, password);
   }
 
   private static void keytool(String... args) throws IOException {
