@@ -256,6 +256,22 @@ class KafkaSecurityIT {
       assertThat(refused.err())
           .contains("Kafka's ACLs refuse this principal")
           .doesNotContain(PASSWORD);
+      // sendcap's principal may describe suppressed (it writes it) but not read it
+      Cli.Result unread =
+          Cli.run(
+              "consume",
+              "--config",
+              configFile("sendcap").toString(),
+              "--topic",
+              "suppressed",
+              "--from-beginning",
+              "--until-end");
+      assertThat(unread.exit()).isNotZero();
+      assertThat(unread.err())
+          .contains(
+              "sendcap: Kafka's ACLs refuse this principal: Not authorized to access topics:"
+                  + " [suppressed]; "
+                  + KafkaErrors.ACL_HELP);
     } finally {
       logs.close();
     }

@@ -2,6 +2,7 @@ package io.sendcap.cli;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
+import io.sendcap.app.KafkaErrors;
 import io.sendcap.app.SendcapApp;
 import io.sendcap.config.InvalidConfigException;
 import io.sendcap.segment.SegmentFiles;
@@ -96,6 +97,10 @@ public final class Main {
               || e instanceof SegmentTopic.SegmentTopicException
               || e instanceof IllegalArgumentException) {
             err.println("sendcap: " + e.getMessage());
+          } else if (KafkaErrors.refusal(e) != null) {
+            // a secured cluster's refusal met while the command ran, as reading a topic without
+            // READ
+            err.println("sendcap: " + KafkaErrors.refusal(e));
           } else {
             throw e;
           }
