@@ -282,6 +282,24 @@ public final class EmbeddedRedis implements AutoCloseable {
     }
   }
 
+  /**
+   * Kills the server with SIGKILL and waits for it to be gone, as a crashed machine stops: no
+   * shutdown, nothing saved. {@link #restart()} starts it again.
+   */
+  public synchronized void killNow() {
+    Process current = process;
+    if (current != null) {
+      current.destroyForcibly();
+      try {
+        current.waitFor();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(
+            "Interrupted while killing redis-server on port " + port, e);
+      }
+    }
+  }
+
   private void kill() {
     Process current = process;
     if (current != null) {

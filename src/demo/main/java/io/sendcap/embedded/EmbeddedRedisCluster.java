@@ -11,8 +11,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A Redis Cluster of masters without replicas, each a {@code redis-server --cluster-enabled yes}
- * child process on free ports of 127.0.0.1 (client port p, cluster bus port p + 10000).
+ * A Redis Cluster of masters, with or without replicas, each a {@code redis-server
+ * --cluster-enabled yes} child process on free ports of 127.0.0.1 (client port p, cluster bus port
+ * p + 10000).
  *
  * <p>Node {@code i} of {@code n} owns the contiguous slots {@code [i * 16384 / n, (i + 1) * 16384 /
  * n)}; without replicas, a stopped node's slots stay unserved until {@link #restart(int)}.
@@ -35,7 +36,10 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(EmbeddedRedisCluster.class);
   private static final Duration POLL_INTERVAL = Duration.ofMillis(50);
 
+  /** Every node: the masters first (node {@code i < masters} owns the i-th share of the slots). */
   private final List<EmbeddedRedis> nodes = new ArrayList<>();
+
+  private int masters;
 
   private EmbeddedRedisCluster() {}
 
@@ -53,15 +57,35 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
    *     {@link #CONVERGENCE_TIMEOUT}
    */
   public static EmbeddedRedisCluster start(int nodeCount) {
-    if (nodeCount < 1) {
-      throw new IllegalArgumentException("node count must be at least 1, was " + nodeCount);
+    return start(nodeCount, 0);
+  }
+
+  /**
+   * Starts a cluster of {@code masterCount} masters with {@code replicasPerMaster} replicas each
+   * (node {@code masterCount + m * replicasPerMaster + r} replicates master {@code m}), and returns
+   * once every node reports {@code cluster_state:ok} and every replica's link to its master is up.
+   *
+   * @throws IllegalArgumentException if {@code masterCount} is not positive or {@code
+   *     replicasPerMaster} negative
+   * @throws IllegalStateException if a node does not start or the cluster does not converge within
+   *     {@link #CONVERGENCE_TIMEOUT}
+   */
+  public static EmbeddedRedisCluster start(int masterCount, int replicasPerMaster) {
+    if (masterCount < 1) {
+      throw new IllegalArgumentException("node count must be at least 1, was " + masterCount);
+    }
+    if (replicasPerMaster < 0) {
+      throw new IllegalArgumentException(
+          "replicas per master must be at least 0, was " + replicasPerMaster);
     }
     EmbeddedRedisCluster cluster = new EmbeddedRedisCluster();
+    cluster.masters = masterCount;
     try {
-      cluster.launchNodes(nodeCount);
+      cluster.launchNodes(masterCount * (1 + replicasPerMaster));
       cluster.assignSlots();
       cluster.meet();
       cluster.awaitOk();
+      cluster.replicate(replicasPerMaster);
     } catch (RuntimeException e) {
       cluster.close();
       throw e;
@@ -80,16 +104,57 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
     return nodes.stream().map(EmbeddedRedis::uri).toList();
   }
 
-  /** Returns the index of the node that owns {@code slot}. */
+  /** Returns the index of the master that owned {@code slot} at start. */
   public int nodeForSlot(int slot) {
     if (slot < 0 || slot >= SLOTS) {
       throw new IllegalArgumentException("slot must be in [0, " + SLOTS + "), was " + slot);
     }
-    int node = nodes.size() - 1;
+    int node = masters - 1;
     while (firstSlot(node) > slot) {
       node--;
     }
     return node;
+  }
+
+  /**
+   * Kills node {@code node} with SIGKILL, as a crashed machine stops: no shutdown, nothing saved.
+   * With replicas, one of the master's is promoted by the cluster once {@link #NODE_TIMEOUT} has
+   * passed and the others agree.
+   */
+  public synchronized void kill(int node) {
+    nodes.get(node).killNow();
+  }
+
+  /**
+   * Returns once node {@code replica} is a master (promoted after its master failed) and every
+   * running node reports {@code cluster_state:ok}: every slot served again.
+   *
+   * @throws IllegalStateException if that takes longer than {@link #CONVERGENCE_TIMEOUT}
+   */
+  public void awaitPromoted(int replica) {
+    Instant deadline = Instant.now().plus(CONVERGENCE_TIMEOUT);
+    while (!role(replica).equals("master")
+        || !nodes.stream()
+            .filter(EmbeddedRedis::isRunning)
+            .allMatch(n -> info(n, "CLUSTER", "INFO").contains("cluster_state:ok"))) {
+      if (Instant.now().isAfter(deadline)) {
+        throw new IllegalStateException(
+            "node "
+                + nodes.get(replica).uri()
+                + " of Redis Cluster was not promoted within "
+                + CONVERGENCE_TIMEOUT
+                + "; its CLUSTER NODES:\n"
+                + info(nodes.get(replica), "CLUSTER", "NODES"));
+      }
+      pause();
+    }
+  }
+
+  /** The role of node {@code node}: {@code master} or {@code slave} ({@code INFO replication}). */
+  public String role(int node) {
+    return info(nodes.get(node), "INFO", "replication").contains("role:master")
+        ? "master"
+        : "slave";
   }
 
   /**
@@ -147,7 +212,7 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   }
 
   private void assignSlots() {
-    for (int i = 0; i < nodes.size(); i++) {
+    for (int i = 0; i < masters; i++) {
       List<String> command = new ArrayList<>(List.of("CLUSTER", "ADDSLOTS"));
       for (int slot = firstSlot(i); slot < firstSlot(i + 1); slot++) {
         command.add(Integer.toString(slot));
@@ -157,7 +222,41 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   }
 
   private int firstSlot(int node) {
-    return node * SLOTS / nodes.size();
+    return node * SLOTS / masters;
+  }
+
+  /** Makes the nodes after the masters replicas, {@code perMaster} of each, and waits for sync. */
+  private void replicate(int perMaster) {
+    if (perMaster == 0) {
+      return;
+    }
+    for (int m = 0; m < masters; m++) {
+      String masterId = call(nodes.get(m), "CLUSTER", "MYID");
+      for (int r = 0; r < perMaster; r++) {
+        call(nodes.get(masters + m * perMaster + r), "CLUSTER", "REPLICATE", masterId);
+      }
+    }
+    Instant deadline = Instant.now().plus(CONVERGENCE_TIMEOUT);
+    while (!nodes.subList(masters, nodes.size()).stream()
+        .allMatch(n -> info(n, "INFO", "replication").contains("master_link_status:up"))) {
+      if (Instant.now().isAfter(deadline)) {
+        throw new IllegalStateException(
+            "the replicas of Redis Cluster "
+                + uris()
+                + " did not sync with their masters within "
+                + CONVERGENCE_TIMEOUT);
+      }
+      pause();
+    }
+    awaitOk();
+  }
+
+  private static String info(EmbeddedRedis node, String... command) {
+    try {
+      return node.call(command);
+    } catch (IOException e) {
+      return "";
+    }
   }
 
   private void meet() {

@@ -7,6 +7,7 @@ import io.lettuce.core.SslOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
@@ -44,6 +45,19 @@ public final class RedisConnector implements AutoCloseable {
    */
   private static final Delay RECONNECT_DELAY =
       Delay.exponential(Duration.ofMillis(10), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS);
+
+  /**
+   * How a cluster client follows a failover: at once when a node answers MOVED or ASK, or a
+   * connection keeps failing to reconnect (adaptive triggers, at most every 2 s), and every 30 s in
+   * any case. Without it, Lettuce keeps the topology it read at start, and the slots of a failed
+   * master stay routed to it after its replica was promoted.
+   */
+  private static final ClusterTopologyRefreshOptions TOPOLOGY_REFRESH =
+      ClusterTopologyRefreshOptions.builder()
+          .enableAllAdaptiveRefreshTriggers()
+          .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(2))
+          .enablePeriodicRefresh(Duration.ofSeconds(30))
+          .build();
 
   private final SendcapConfig.Limiter settings;
   private final ClientResources resources;
@@ -89,6 +103,7 @@ public final class RedisConnector implements AutoCloseable {
       cluster.setOptions(
           ClusterClientOptions.builder()
               .timeoutOptions(timeouts)
+              .topologyRefreshOptions(TOPOLOGY_REFRESH)
               .sslOptions(sslOptions(settings))
               .build());
     } else {
@@ -210,11 +225,20 @@ public final class RedisConnector implements AutoCloseable {
     StatefulRedisClusterConnection<byte[], byte[]> connection =
         cluster.connect(ByteArrayCodec.INSTANCE);
     for (RedisClusterNode node : connection.getPartitions()) {
-      if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)) {
+      if (serving(node)) {
         connection.getConnection(node.getUri().getHost(), node.getUri().getPort());
       }
     }
     return connection;
+  }
+
+  /**
+   * Whether a cluster node is a master that serves slots: after a failover the failed master stays
+   * in the topology, flagged master and fail, with no slots, until the cluster forgets it; a
+   * connection to it would fail forever.
+   */
+  static boolean serving(RedisClusterNode node) {
+    return node.is(RedisClusterNode.NodeFlag.UPSTREAM) && !node.getSlots().isEmpty();
   }
 
   /** The Redis URIs this connector was configured with, passwords hidden: for messages. */

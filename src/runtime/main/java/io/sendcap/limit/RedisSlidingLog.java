@@ -181,12 +181,13 @@ public final class RedisSlidingLog implements CapStore {
     // With Redis Cluster, SCRIPT LOAD goes to every master over node connections that may open
     // only after flushCommands() returned; with auto-flush off it would wait there unsent.
     connection.setAutoFlushCommands(true);
-    RedisFuture<String> loaded = scripting.scriptLoad(connector.script());
     try {
-      String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
-      if (!connector.sha().equals(sha)) {
-        throw new IllegalStateException(
-            "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
+      for (RedisFuture<String> loaded : scriptLoads()) {
+        String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
+        if (!connector.sha().equals(sha)) {
+          throw new IllegalStateException(
+              "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
+        }
       }
     } catch (ExecutionException | TimeoutException e) {
       throw unavailable("SCRIPT LOAD", e);
@@ -196,6 +197,30 @@ public final class RedisSlidingLog implements CapStore {
     } finally {
       connection.setAutoFlushCommands(false);
     }
+  }
+
+  /**
+   * SCRIPT LOAD on the server, or on every cluster master that serves slots (the cluster client's
+   * own broadcast also tries a failed master that a promoted replica replaced, and fails).
+   */
+  @SuppressWarnings("unchecked")
+  private List<RedisFuture<String>> scriptLoads() {
+    if (connection instanceof StatefulRedisClusterConnection<?, ?> c) {
+      StatefulRedisClusterConnection<byte[], byte[]> cluster =
+          (StatefulRedisClusterConnection<byte[], byte[]>) c;
+      List<RedisFuture<String>> loads = new ArrayList<>();
+      for (RedisClusterNode node : cluster.getPartitions()) {
+        if (RedisConnector.serving(node)) {
+          loads.add(
+              cluster
+                  .getConnection(node.getUri().getHost(), node.getUri().getPort())
+                  .async()
+                  .scriptLoad(connector.script()));
+        }
+      }
+      return loads;
+    }
+    return List.of(scripting.scriptLoad(connector.script()));
   }
 
   /**
@@ -235,7 +260,7 @@ public final class RedisSlidingLog implements CapStore {
     try {
       if (connection instanceof StatefulRedisClusterConnection<?, ?> cluster) {
         for (RedisClusterNode node : cluster.getPartitions()) {
-          if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)) {
+          if (RedisConnector.serving(node)) {
             cluster.getConnection(node.getUri().getHost(), node.getUri().getPort()).sync().ping();
           }
         }
