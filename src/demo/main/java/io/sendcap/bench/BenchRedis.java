@@ -25,12 +25,13 @@ final class BenchRedis implements AutoCloseable {
   }
 
   /**
-   * Starts a standalone server if {@code clusterNodes} is 0, else a cluster of that many masters.
+   * Starts a standalone server if {@code clusterNodes} is 0, else a cluster of that many masters
+   * with {@code replicas} replicas each (their CPU is counted with the masters').
    *
    * @throws IllegalArgumentException if {@code clusterNodes} is neither 0 nor at least {@value
    *     #MIN_CLUSTER_NODES}
    */
-  static BenchRedis start(int clusterNodes) {
+  static BenchRedis start(int clusterNodes, int replicas) {
     if (clusterNodes == 0) {
       EmbeddedRedis redis = EmbeddedRedis.start();
       return new BenchRedis(redis::close, redis::cpuSeconds, redis.uri(), 0);
@@ -42,7 +43,7 @@ final class BenchRedis implements AutoCloseable {
               + ", was "
               + clusterNodes);
     }
-    EmbeddedRedisCluster cluster = EmbeddedRedisCluster.start(clusterNodes);
+    EmbeddedRedisCluster cluster = EmbeddedRedisCluster.start(clusterNodes, replicas);
     return new BenchRedis(
         cluster::close, cluster::cpuSeconds, String.join(",", cluster.uris()), clusterNodes);
   }

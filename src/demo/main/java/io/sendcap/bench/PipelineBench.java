@@ -49,6 +49,8 @@ final class PipelineBench {
       int partitions,
       int instances,
       int redisClusterNodes,
+      int redisReplicas,
+      int waitReplicas,
       long seed,
       Path policiesFile,
       int warmUpSends) {}
@@ -135,7 +137,7 @@ final class PipelineBench {
     Path work = TempDirs.create("sendcap-bench-pipeline-");
     Policies policies = Policies.load(options.policiesFile());
     progress.println("Starting embedded Redis and Kafka (KRaft) ...");
-    try (BenchRedis redis = BenchRedis.start(options.redisClusterNodes());
+    try (BenchRedis redis = BenchRedis.start(options.redisClusterNodes(), options.redisReplicas());
         EmbeddedKafka kafka = EmbeddedKafka.start(null)) {
       String bootstrap = kafka.bootstrapServers();
       List<SendcapConfig> capped = configs(CAPPED_ID, bootstrap, redis, work, new Properties());
@@ -232,6 +234,7 @@ final class PipelineBench {
               work.resolve(applicationId + "-" + i),
               options.policiesFile());
       p.setProperty("cap.redis.cluster", Boolean.toString(redis.cluster()));
+      p.setProperty("cap.redis.wait-replicas", Integer.toString(options.waitReplicas()));
       p.putAll(overrides);
       configs.add(SendcapConfig.from(p, "bench pipeline, instance " + i));
     }

@@ -41,6 +41,20 @@ final class PipelineBenchCommand implements Callable<Integer> {
   int redisClusterNodes = 0;
 
   @Option(
+      names = "--redis-replicas",
+      description =
+          "Replicas of each master of the Redis Cluster (default: ${DEFAULT-VALUE}); their CPU is"
+              + " counted with the masters'.")
+  int redisReplicas = 0;
+
+  @Option(
+      names = "--wait-replicas",
+      description =
+          "cap.redis.wait-replicas of the capped run: after each batch, WAIT for this many"
+              + " replicas of each master (default: ${DEFAULT-VALUE}).")
+  int waitReplicas = 0;
+
+  @Option(
       names = "--warm-up-sends",
       description =
           "Sends blasted through both pipelines, untimed, before the timed runs, so that neither"
@@ -61,6 +75,8 @@ final class PipelineBenchCommand implements Callable<Integer> {
             blast.partitions(),
             instances,
             redisClusterNodes,
+            redisReplicas,
+            waitReplicas,
             blast.seed(),
             blast.policies(),
             warmUpSends());
@@ -91,6 +107,20 @@ final class PipelineBenchCommand implements Callable<Integer> {
               + BenchRedis.MIN_CLUSTER_NODES
               + ", was "
               + redisClusterNodes);
+    }
+    if (redisReplicas < 0 || (redisReplicas > 0 && redisClusterNodes == 0)) {
+      throw new ParameterException(
+          spec.commandLine(),
+          "--redis-replicas must be 0, or positive with --redis-cluster-nodes, was "
+              + redisReplicas);
+    }
+    if (waitReplicas < 0 || waitReplicas > redisReplicas) {
+      throw new ParameterException(
+          spec.commandLine(),
+          "--wait-replicas must be from 0 to --redis-replicas ("
+              + redisReplicas
+              + "), was "
+              + waitReplicas);
     }
   }
 
@@ -198,6 +228,8 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("partitions", blast.partitions());
     m.put("instances", instances);
     m.put("redis_cluster_nodes", redisClusterNodes);
+    m.put("redis_replicas", redisReplicas);
+    m.put("wait_replicas", waitReplicas);
     m.put("partitions_per_instance", c.split());
     m.put("capped_per_s", Math.round(capped.perSecond()));
     m.put("passthrough_per_s", Math.round(r.passthrough().perSecond()));

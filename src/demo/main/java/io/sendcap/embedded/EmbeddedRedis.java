@@ -203,7 +203,7 @@ public final class EmbeddedRedis implements AutoCloseable {
   }
 
   /** Sends one command to this server and returns its reply as text. */
-  String call(String... command) throws IOException {
+  public String call(String... command) throws IOException {
     return Resp.call(port, command);
   }
 

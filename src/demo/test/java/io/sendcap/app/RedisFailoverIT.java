@@ -55,7 +55,7 @@ class RedisFailoverIT {
   @Test
   void aMasterKilledMidBlastIsFollowedToItsPromotedReplicaAndEverySendIsDecidedOnce()
       throws Exception {
-    Map<Long, String> above = failover("async");
+    Map<Long, String> above = failover("async", 0);
     System.out.printf(
         "RedisFailoverIT: without WAIT, %d of %d users (%.2f%%) have a window above its cap"
             + " after the failover: %s%n",
@@ -63,10 +63,24 @@ class RedisFailoverIT {
   }
 
   /**
+   * With {@code cap.redis.wait-replicas=1} every batch's writes are on the replica before its
+   * decisions are emitted, so the promotion forgets none: no user above a cap. The promoted replica
+   * has no replica of its own: its batches' writes are counted as shortfalls, not waited for.
+   */
+  @Test
+  void withWaitForOneReplicaAFailoverLetsNoUserAboveACap() throws Exception {
+    Map<Long, String> above = failover("wait", 1);
+    System.out.printf(
+        "RedisFailoverIT: with WAIT 1, %d of %d users have a window above its cap%n",
+        above.size(), USERS);
+    assertThat(above).as("users above a cap after the failover, with WAIT").isEmpty();
+  }
+
+  /**
    * Produces the blast at once, kills master 0 once {@link #BEFORE} sends are decided, and checks
    * what must hold whatever replication lost; returns the users above a cap.
    */
-  private Map<Long, String> failover(String name) throws Exception {
+  private Map<Long, String> failover(String name, int waitReplicas) throws Exception {
     String in = "sends-" + name;
     String deliveries = "deliveries-" + name;
     String suppressed = "suppressed-" + name;
@@ -80,6 +94,8 @@ class RedisFailoverIT {
       p.setProperty("topic.input", in);
       p.setProperty("cap.redis.cluster", "true");
       p.setProperty("cap.redis.timeout.ms", "1000");
+      p.setProperty("cap.redis.wait-replicas", String.valueOf(waitReplicas));
+      p.setProperty("cap.redis.wait-timeout.ms", "500");
       try (SendcapApp app = SendcapApp.start(CapScenario.config(p, "-" + name));
           TopicReader reader =
               new TopicReader(kafka.bootstrapServers(), deliveries, suppressed, "dlq-" + name)) {
@@ -102,6 +118,11 @@ class RedisFailoverIT {
         assertThat(app.redis().scriptReloads())
             .as("NOSCRIPT answered by the promoted replica, the script loaded again")
             .isPositive();
+        if (waitReplicas > 0) {
+          assertThat(app.redis().waitShortfalls())
+              .as("batches on the promoted master, which has no replica, counted")
+              .isPositive();
+        }
         return scenario.usersAboveACap(outcomes);
       }
     }

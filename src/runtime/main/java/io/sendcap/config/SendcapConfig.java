@@ -190,7 +190,9 @@ public record SendcapConfig(
       Duration maxSkew,
       int keyBuckets,
       Optional<Path> truststore,
-      Optional<String> truststorePassword) {
+      Optional<String> truststorePassword,
+      int waitReplicas,
+      Duration waitTimeout) {
     /** Creates the settings; the list is copied. */
     public Limiter {
       uris = List.copyOf(uris);
@@ -260,12 +262,22 @@ public record SendcapConfig(
             r.duration("cap.max-skew.ms"),
             r.keyBuckets("cap.redis.key-buckets", cluster),
             r.optionalString("cap.redis.ssl.truststore.location").map(Path::of),
-            r.optionalString("cap.redis.ssl.truststore.password"));
+            r.optionalString("cap.redis.ssl.truststore.password"),
+            r.integer("cap.redis.wait-replicas"),
+            r.duration("cap.redis.wait-timeout.ms"));
     r.requireTrustStore(
         "cap.redis.ssl.truststore.location",
         "cap.redis.ssl.truststore.password",
         limiter.truststore(),
         limiter.truststorePassword());
+    if (limiter.waitReplicas() > 0 && limiter.waitTimeout().compareTo(limiter.timeout()) >= 0) {
+      problems.add(
+          "cap.redis.wait-timeout.ms",
+          limiter.waitTimeout().toMillis(),
+          "less than cap.redis.timeout.ms ("
+              + limiter.timeout().toMillis()
+              + "), so that a WAIT ends, counted, before Redis would count as unreachable");
+    }
     Mode mode = r.choice("cap.mode", Mode.class);
     Batch batch = new Batch(r.integer("batch.max.records"), r.duration("batch.max.wait.ms"));
     Path policies = Installation.resolve(Path.of(r.string("policies.file")));

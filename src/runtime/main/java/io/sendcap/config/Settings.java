@@ -231,6 +231,24 @@ public final class Settings {
                           + "unreachable. Under exactly_once_v2, twice this plus commit.interval.ms"
                           + " must fit in the producer's\n"
                           + "transaction.timeout.ms (10 s by default): start-up refuses more."),
+                  integer(
+                      "cap.redis.wait-replicas",
+                      "0",
+                      0,
+                      16,
+                      "After each batch's calls, wait (WAIT) until this many replicas of each"
+                          + " master have its writes,\n"
+                          + "so that a replica promoted after its master failed forgets no logged"
+                          + " send (replication is\n"
+                          + "asynchronous otherwise, and a user may receive a send more than its"
+                          + " cap). 0: do not wait."),
+                  duration(
+                      "cap.redis.wait-timeout.ms",
+                      "1000",
+                      "How long one WAIT of cap.redis.wait-replicas may take, less than"
+                          + " cap.redis.timeout.ms; the batch\n"
+                          + "is decided anyway when it ends, and sendcap_redis_wait_timeouts_total"
+                          + " counts it."),
                   choice(
                       "cap.redis.failure-mode",
                       "block",

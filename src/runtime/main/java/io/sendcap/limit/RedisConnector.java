@@ -69,6 +69,7 @@ public final class RedisConnector implements AutoCloseable {
   private final LongAdder decisions = new LongAdder();
   private final LongAdder flushes = new LongAdder();
   private final LongAdder reloads = new LongAdder();
+  private final LongAdder waitShortfalls = new LongAdder();
   private final Set<RedisSlidingLog> open = ConcurrentHashMap.newKeySet();
   private final Timer roundTrips;
 
@@ -84,6 +85,11 @@ public final class RedisConnector implements AutoCloseable {
         .register(metrics);
     FunctionCounter.builder("sendcap.redis.round.trips", flushes, LongAdder::sum)
         .description("Pipelined flushes, each one network round trip per node")
+        .register(metrics);
+    FunctionCounter.builder("sendcap.redis.wait.shortfalls", waitShortfalls, LongAdder::sum)
+        .description(
+            "Batches' writes on a master that fewer replicas than cap.redis.wait-replicas"
+                + " acknowledged (WAIT ended first, or the master had too few replicas to ask)")
         .register(metrics);
     FunctionCounter.builder("sendcap.redis.script.reloads", reloads, LongAdder::sum)
         .description("Times a node answered NOSCRIPT and the script was loaded again")
@@ -287,6 +293,18 @@ public final class RedisConnector implements AutoCloseable {
 
   void recordReload() {
     reloads.increment();
+  }
+
+  void recordWaitShortfall() {
+    waitShortfalls.increment();
+  }
+
+  /**
+   * Batches' writes on a master that fewer replicas than {@code cap.redis.wait-replicas}
+   * acknowledged.
+   */
+  public long waitShortfalls() {
+    return waitShortfalls.sum();
   }
 
   /** Pipelined flushes (network round trips) so far, over all connections. */

@@ -8,6 +8,7 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.Partitions;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.sendcap.config.SendcapConfig;
 import java.nio.charset.StandardCharsets;
@@ -43,6 +44,8 @@ public final class RedisSlidingLog implements CapStore {
   private final RedisConnector connector;
   private final Duration timeout;
   private final CallBuilder builder;
+  private final int waitReplicas;
+  private final long waitTimeoutMs;
 
   RedisSlidingLog(StatefulConnection<byte[], byte[]> connection, RedisConnector connector) {
     this.connection = connection;
@@ -57,6 +60,8 @@ public final class RedisSlidingLog implements CapStore {
             settings.sendsPerCall(),
             settings.cluster());
     this.scripting = scripting(connection);
+    this.waitReplicas = settings.waitReplicas();
+    this.waitTimeoutMs = settings.waitTimeout().toMillis();
     connection.setAutoFlushCommands(false);
   }
 
@@ -87,14 +92,16 @@ public final class RedisSlidingLog implements CapStore {
     for (CallBuilder.Call call : calls) {
       futures.add(send(call));
     }
+    List<RedisFuture<Long>> waits = queueWaits();
     long flushed = System.nanoTime();
     flush(calls.size(), requests.size());
+    flushWaits();
     CompletableFuture.allOf(
             futures.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new))
         .whenComplete(
             (done, failed) ->
                 connector.roundTrips().record(System.nanoTime() - flushed, TimeUnit.NANOSECONDS));
-    return () -> collect(calls, futures, requests.size(), answered);
+    return () -> collect(calls, futures, waits, requests.size(), answered);
   }
 
   private Deadline earlier(Deadline given, Deadline own) {
@@ -104,6 +111,7 @@ public final class RedisSlidingLog implements CapStore {
   private List<Decision> collect(
       List<CallBuilder.Call> calls,
       List<RedisFuture<List<Object>>> futures,
+      List<RedisFuture<Long>> waits,
       int size,
       Deadline deadline) {
     Decision[] decisions = new Decision[size];
@@ -116,8 +124,13 @@ public final class RedisSlidingLog implements CapStore {
         place(calls.get(i), reply, decisions);
       }
     }
+    awaitWaits(waits, deadline);
     if (!noScript.isEmpty()) {
       retryAfterReload(noScript, decisions, deadline);
+      // the retried calls wrote after the WAITs above
+      List<RedisFuture<Long>> again = queueWaits();
+      flushWaits();
+      awaitWaits(again, deadline);
     }
     return Arrays.asList(decisions);
   }
@@ -196,6 +209,87 @@ public final class RedisSlidingLog implements CapStore {
       throw unavailable("SCRIPT LOAD", e);
     } finally {
       connection.setAutoFlushCommands(false);
+    }
+  }
+
+  /**
+   * Queues, after the batch's calls on each connection, a WAIT for {@code cap.redis.wait-replicas}
+   * replicas: on the server, or on every cluster master serving slots that has that many replicas
+   * (WAIT on a master with fewer, such as a replica just promoted, would only take its whole
+   * timeout; its writes are counted as a shortfall at once). Empty when not waiting.
+   */
+  @SuppressWarnings("unchecked")
+  private List<RedisFuture<Long>> queueWaits() {
+    if (waitReplicas == 0) {
+      return List.of();
+    }
+    if (!(connection instanceof StatefulRedisClusterConnection<?, ?> c)) {
+      return List.of(
+          ((StatefulRedisConnection<byte[], byte[]>) connection)
+              .async()
+              .waitForReplication(waitReplicas, waitTimeoutMs));
+    }
+    StatefulRedisClusterConnection<byte[], byte[]> cluster =
+        (StatefulRedisClusterConnection<byte[], byte[]>) c;
+    List<RedisFuture<Long>> waits = new ArrayList<>();
+    Partitions partitions = cluster.getPartitions();
+    for (RedisClusterNode node : partitions) {
+      if (!RedisConnector.serving(node)) {
+        continue;
+      }
+      long replicas =
+          partitions.stream()
+              .filter(r -> node.getNodeId().equals(r.getSlaveOf()))
+              .filter(r -> !r.is(RedisClusterNode.NodeFlag.FAIL))
+              .count();
+      if (replicas < waitReplicas) {
+        connector.recordWaitShortfall();
+      } else {
+        waits.add(
+            cluster
+                .getConnection(node.getUri().getHost(), node.getUri().getPort())
+                .async()
+                .waitForReplication(waitReplicas, waitTimeoutMs));
+      }
+    }
+    return waits;
+  }
+
+  /**
+   * Flushes a cluster's node connections too: one opened after the cluster connection's flush (a
+   * promoted replica's) would otherwise hold its WAIT until the next batch.
+   */
+  @SuppressWarnings("unchecked")
+  private void flushWaits() {
+    if (waitReplicas > 0 && connection instanceof StatefulRedisClusterConnection<?, ?> c) {
+      StatefulRedisClusterConnection<byte[], byte[]> cluster =
+          (StatefulRedisClusterConnection<byte[], byte[]>) c;
+      for (RedisClusterNode node : cluster.getPartitions()) {
+        if (RedisConnector.serving(node)) {
+          cluster.getConnection(node.getUri().getHost(), node.getUri().getPort()).flushCommands();
+        }
+      }
+    } else if (waitReplicas > 0) {
+      connection.flushCommands();
+    }
+  }
+
+  /** Counts each WAIT that ended with fewer replicas than asked. */
+  private void awaitWaits(List<RedisFuture<Long>> waits, Deadline deadline) {
+    for (RedisFuture<Long> wait : waits) {
+      try {
+        Long acknowledged = wait.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
+        if (acknowledged == null || acknowledged < waitReplicas) {
+          connector.recordWaitShortfall();
+        }
+      } catch (ExecutionException e) {
+        throw unavailable("WAIT", e.getCause());
+      } catch (TimeoutException e) {
+        throw unavailable("WAIT", e);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw unavailable("WAIT", e);
+      }
     }
   }
 
