@@ -130,17 +130,7 @@ public final class SendcapTopics {
           admin.listTopics().names().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       return names.stream().filter(n -> !existing.contains(n)).toList();
     } catch (ExecutionException | TimeoutException e) {
-      String refusal = KafkaErrors.refusal(e);
-      if (refusal != null) {
-        throw new IllegalArgumentException(refusal, e);
-      }
-      throw new IllegalArgumentException(
-          "cannot reach Kafka at "
-              + props.get("bootstrap.servers")
-              + " within "
-              + timeout.toSeconds()
-              + " s (bootstrap.servers)",
-          e);
+      throw unreachable(props, timeout, e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalArgumentException("interrupted while asking Kafka for topics " + names, e);
