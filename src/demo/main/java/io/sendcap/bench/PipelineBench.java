@@ -10,11 +10,11 @@ import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.TempDirs;
 import io.sendcap.topology.SendcapTopology;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
@@ -57,10 +57,17 @@ final class PipelineBench {
 
   /**
    * One timed run: records read from its output topics, bytes produced to its input, and the CPU
-   * time used meanwhile by this JVM (broker, instances, producer, reader) and by Redis.
+   * time used meanwhile by this JVM (broker, instances, producer, reader), by the application's
+   * threads within it (by {@link ThreadCpu.Share}), and by Redis.
    */
   record Run(
-      long records, long inputBytes, long elapsedMs, double jvmCpuSeconds, double redisCpuSeconds) {
+      long records,
+      long inputBytes,
+      long elapsedMs,
+      double jvmCpuSeconds,
+      Map<ThreadCpu.Share, Double> cpuSecondsByShare,
+      double compilationSeconds,
+      double redisCpuSeconds) {
     double perSecond() {
       return records * 1000.0 / Math.max(1, elapsedMs);
     }
@@ -68,6 +75,30 @@ final class PipelineBench {
     /** JVM CPU time per record, in microseconds. */
     double jvmCpuMicrosPerRecord() {
       return jvmCpuSeconds * 1e6 / Math.max(1, records);
+    }
+
+    /**
+     * CPU time per record of the application's own threads (stream threads, their Kafka clients,
+     * Lettuce), in microseconds: the JVM's figure without the broker, the blast, the reader, the
+     * JIT compiler and the garbage collector.
+     */
+    double appCpuMicrosPerRecord() {
+      return cpuMicrosPerRecord(ThreadCpu.Share.STREAM_THREADS)
+          + cpuMicrosPerRecord(ThreadCpu.Share.OTHER_APP_THREADS)
+          + cpuMicrosPerRecord(ThreadCpu.Share.REDIS_CLIENT);
+    }
+
+    /**
+     * JVM CPU time per record without the JIT compiler's, in microseconds: what the run costs once
+     * the code it runs is compiled (the compiler's own figure is printed beside it).
+     */
+    double jvmCpuWithoutJitMicrosPerRecord() {
+      return jvmCpuMicrosPerRecord() - cpuMicrosPerRecord(ThreadCpu.Share.JIT_COMPILER);
+    }
+
+    /** CPU time per record of one share of the JVM's threads, in microseconds. */
+    double cpuMicrosPerRecord(ThreadCpu.Share share) {
+      return cpuSecondsByShare.getOrDefault(share, 0.0) * 1e6 / Math.max(1, records);
     }
 
     /** Redis CPU time per record, in microseconds. */
@@ -255,7 +286,8 @@ final class PipelineBench {
           awaitSplit(configs.get(0).streams().getProperty("application.id"), t.input(), bootstrap);
       List<String> outputs = List.of(t.deliveries(), t.suppressed(), t.deadLetters());
       TopicCounts counts = new TopicCounts();
-      Run run = timed("capped", t.input(), outputs, counts, bootstrap, redis, blast);
+      String applicationId = configs.get(0).streams().getProperty("application.id");
+      Run run = timed("capped", applicationId, t.input(), outputs, counts, bootstrap, redis, blast);
       return new Capped(
           run,
           split,
@@ -290,7 +322,14 @@ final class PipelineBench {
       awaitRunning(instances.stream().<Supplier<KafkaStreams.State>>map(s -> s::state).toList());
       awaitSplit(configs.get(0).streams().getProperty("application.id"), input, bootstrap);
       return timed(
-          "pass-through", input, List.of(output), new TopicCounts(), bootstrap, redis, blast);
+          "pass-through",
+          configs.get(0).streams().getProperty("application.id"),
+          input,
+          List.of(output),
+          new TopicCounts(),
+          bootstrap,
+          redis,
+          blast);
     } finally {
       progress.println("stopping the pass-through instance(s)");
       instances.forEach(s -> s.close(CLOSE_TIMEOUT));
@@ -314,9 +353,11 @@ final class PipelineBench {
   /**
    * Times one run: from producing the blast to {@code input} until one record per send has been
    * read from {@code outputs} into {@code counts}. The reader is opened before the clock starts.
+   * The threads whose names hold {@code applicationId} are the application's.
    */
   private Run timed(
       String task,
+      String applicationId,
       String input,
       List<String> outputs,
       TopicCounts counts,
@@ -325,24 +366,21 @@ final class PipelineBench {
       BlastDriver blast) {
     try (OutputReader reader = new OutputReader(bootstrap, outputs)) {
       double redisCpu = redis.cpuSeconds();
-      long jvmCpu = jvmCpuNanos();
+      ThreadCpu cpu = ThreadCpu.snapshot();
       long start = System.nanoTime();
       CompletableFuture<Long> produced = blast.produceAsync(bootstrap, input);
       blast.awaitOnePerSend(task, reader, counts, produced);
       long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+      ThreadCpu end = ThreadCpu.snapshot();
       return new Run(
           counts.total(),
           produced.join(),
           elapsedMs,
-          (jvmCpuNanos() - jvmCpu) / 1e9,
+          (end.processCpuNanos() - cpu.processCpuNanos()) / 1e9,
+          end.since(cpu, applicationId),
+          end.compilationSecondsSince(cpu),
           redis.cpuSeconds() - redisCpu);
     }
-  }
-
-  /** The CPU time this JVM has used, every thread of it. */
-  private static long jvmCpuNanos() {
-    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
-        .getProcessCpuTime();
   }
 
   /**

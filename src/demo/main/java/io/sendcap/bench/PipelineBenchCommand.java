@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sendcap.blast.BlastOptions;
 import java.io.PrintWriter;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -22,6 +23,15 @@ import picocli.CommandLine.Spec;
             + " the same records through a pass-through Kafka Streams topology on the same embedded"
             + " broker, and prints both throughputs and their ratio.")
 final class PipelineBenchCommand implements Callable<Integer> {
+  private static final Map<ThreadCpu.Share, String> SHARES =
+      Map.of(
+          ThreadCpu.Share.STREAM_THREADS, "the application's stream threads",
+          ThreadCpu.Share.OTHER_APP_THREADS, "its Kafka clients' and other threads",
+          ThreadCpu.Share.REDIS_CLIENT, "its Lettuce threads (Redis client)",
+          ThreadCpu.Share.JIT_COMPILER, "JIT compiler",
+          ThreadCpu.Share.GARBAGE_COLLECTOR, "garbage collector",
+          ThreadCpu.Share.REST, "broker, blast producer, reader, rest");
+
   @Spec CommandSpec spec;
 
   @Mixin BlastOptions blast;
@@ -151,12 +161,34 @@ final class PipelineBenchCommand implements Callable<Integer> {
         "JVM CPU per record, us",
         oneDecimal(capped.jvmCpuMicrosPerRecord()),
         oneDecimal(passthrough.jvmCpuMicrosPerRecord()));
+    for (ThreadCpu.Share share : ThreadCpu.Share.values()) {
+      both(
+          out,
+          "  " + SHARES.get(share),
+          oneDecimal(capped.cpuMicrosPerRecord(share)),
+          oneDecimal(passthrough.cpuMicrosPerRecord(share)));
+    }
+    both(
+        out,
+        "JVM CPU per record without the JIT, us",
+        oneDecimal(capped.jvmCpuWithoutJitMicrosPerRecord()),
+        oneDecimal(passthrough.jvmCpuWithoutJitMicrosPerRecord()));
+    both(
+        out,
+        "application threads' CPU per record, us",
+        oneDecimal(capped.appCpuMicrosPerRecord()),
+        oneDecimal(passthrough.appCpuMicrosPerRecord()));
+    out.println("  the application's threads: stream threads, their Kafka clients, Lettuce");
+    both(
+        out,
+        "JIT compilation during the run, s",
+        oneDecimal(capped.compilationSeconds()),
+        oneDecimal(passthrough.compilationSeconds()));
     both(
         out,
         "Redis CPU per record, us",
         oneDecimal(capped.redisCpuMicrosPerRecord()),
         oneDecimal(passthrough.redisCpuMicrosPerRecord()));
-    out.println("  the JVM runs the broker, the instances, the producer and the reader");
     both(
         out,
         "records read from the output topics",
@@ -185,6 +217,18 @@ final class PipelineBenchCommand implements Callable<Integer> {
     out.println("  the producer and the readers; Redis runs in processes of its own");
     out.println();
     out.printf("%-40s %14.2f  target >= 0.5%n", "capped / pass-through", r.ratio());
+    out.printf(
+        "%-40s %14.2f%n",
+        "JVM CPU per record, capped / p-t",
+        capped.jvmCpuMicrosPerRecord() / passthrough.jvmCpuMicrosPerRecord());
+    out.printf(
+        "%-40s %14.2f  target <= 2.0%n",
+        "the same without the JIT compiler's",
+        capped.jvmCpuWithoutJitMicrosPerRecord() / passthrough.jvmCpuWithoutJitMicrosPerRecord());
+    out.printf(
+        "%-40s %14.2f%n",
+        "application threads' CPU, capped / p-t",
+        capped.appCpuMicrosPerRecord() / passthrough.appCpuMicrosPerRecord());
   }
 
   private static void both(PrintWriter out, String label, String capped, String passthrough) {
@@ -219,6 +263,14 @@ final class PipelineBenchCommand implements Callable<Integer> {
     return bytes < 0 ? "not measured" : whole(bytes / 1e6);
   }
 
+  private static Map<String, Double> byShare(PipelineBench.Run run) {
+    Map<String, Double> m = new LinkedHashMap<>();
+    for (ThreadCpu.Share share : ThreadCpu.Share.values()) {
+      m.put(share.name().toLowerCase(Locale.ROOT), round1(run.cpuMicrosPerRecord(share)));
+    }
+    return m;
+  }
+
   private Map<String, Object> summary(PipelineBench.Result r, long elapsedMs) {
     PipelineBench.Run capped = r.capped().run();
     PipelineBench.Capped c = r.capped();
@@ -239,6 +291,18 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("capped_jvm_cpu_us_per_record", round1(capped.jvmCpuMicrosPerRecord()));
     m.put("capped_redis_cpu_us_per_record", round1(capped.redisCpuMicrosPerRecord()));
     m.put("passthrough_jvm_cpu_us_per_record", round1(r.passthrough().jvmCpuMicrosPerRecord()));
+    m.put("capped_app_cpu_us_per_record", round1(capped.appCpuMicrosPerRecord()));
+    m.put("passthrough_app_cpu_us_per_record", round1(r.passthrough().appCpuMicrosPerRecord()));
+    m.put("capped_jvm_cpu_us_per_record_by_share", byShare(capped));
+    m.put("capped_jit_compilation_s", round1(capped.compilationSeconds()));
+    m.put("passthrough_jit_compilation_s", round1(r.passthrough().compilationSeconds()));
+    m.put("passthrough_jvm_cpu_us_per_record_by_share", byShare(r.passthrough()));
+    m.put(
+        "capped_jvm_cpu_us_per_record_without_jit",
+        round1(capped.jvmCpuWithoutJitMicrosPerRecord()));
+    m.put(
+        "passthrough_jvm_cpu_us_per_record_without_jit",
+        round1(r.passthrough().jvmCpuWithoutJitMicrosPerRecord()));
     m.put("allowed", c.allowed());
     m.put("suppressed", c.suppressed());
     m.put("dlq", c.deadLetters());

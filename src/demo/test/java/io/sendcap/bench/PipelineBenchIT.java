@@ -17,7 +17,16 @@ class PipelineBenchIT {
 
     assertThat(run.exit()).isZero();
     assertThat(run.lines()).anyMatch(l -> l.startsWith("capped / pass-through"));
-    assertEverySendAccountedFor(run.lastLineJson(), 20_000);
+    JsonNode figures = run.lastLineJson();
+    assertEverySendAccountedFor(figures, 20_000);
+    // the application's own threads are found by name: the stream threads work in both runs, and
+    // only the capped one talks to Redis
+    JsonNode capped = figures.get("capped_jvm_cpu_us_per_record_by_share");
+    JsonNode passthrough = figures.get("passthrough_jvm_cpu_us_per_record_by_share");
+    assertThat(capped.get("stream_threads").asDouble()).isPositive();
+    assertThat(passthrough.get("stream_threads").asDouble()).isPositive();
+    assertThat(capped.get("redis_client").asDouble()).isPositive();
+    assertThat(passthrough.get("redis_client").asDouble()).isZero();
   }
 
   @Test
