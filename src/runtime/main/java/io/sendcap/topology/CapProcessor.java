@@ -5,6 +5,7 @@ import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.internal.PendingHeader;
 import io.sendcap.avro.internal.PendingSend;
+import io.sendcap.config.GlobalCap;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
@@ -21,6 +22,7 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.time.ZoneId;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +31,7 @@ import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.streams.processor.Cancellable;
 import org.apache.kafka.streams.processor.PunctuationType;
@@ -85,10 +88,23 @@ final class CapProcessor
   private final GlobalQuotas quotas;
 
   /**
-   * A send in hand: its entry in the buffer and, when it was read in sendcap's own schema, its Avro
-   * body, which the buffer and the outputs copy instead of encoding the send again.
+   * A send in hand: its entry in the buffer, its input record's headers and, when it was read in
+   * sendcap's own schema, its Avro body, which the buffer and the outputs copy instead of encoding
+   * the send again.
    */
-  private record Held(PendingSend entry, byte[] body) {
+  private record Held(PendingSend entry, byte[] body, Header[] headers) {
+    /** A send restored from the buffer: its headers are those the buffer kept. */
+    static Held restored(PendingSend entry) {
+      List<PendingHeader> kept = entry.getHeaders();
+      Header[] headers = new Header[kept.size()];
+      for (int i = 0; i < headers.length; i++) {
+        PendingHeader h = kept.get(i);
+        headers[i] =
+            new RecordHeader(h.getKey(), h.getValue() == null ? null : bytes(h.getValue()));
+      }
+      return new Held(entry, null, headers);
+    }
+
     ScheduledSend send() {
       return entry.getSend();
     }
@@ -99,6 +115,10 @@ final class CapProcessor
   }
 
   private TreeMap<Long, Held> pending = new TreeMap<>();
+
+  /** The earliest {@code scheduledAt} of the pending sends, ms; {@code Long.MAX_VALUE} if none. */
+  private long earliestPending = Long.MAX_VALUE;
+
   private InFlight inFlight;
 
   private ProcessorContext<byte[], OutputRecord> context;
@@ -141,7 +161,8 @@ final class CapProcessor
     // holds now is all there is to decide.
     inFlight = null;
     pending = new TreeMap<>();
-    buffer.restore().forEach((offset, entry) -> pending.put(offset, new Held(entry, null)));
+    earliestPending = Long.MAX_VALUE;
+    buffer.restore().forEach((offset, entry) -> hold(offset, Held.restored(entry)));
     if (!pending.isEmpty()) {
       LOG.info("task {}: {} restored sends to decide", context.taskId(), pending.size());
       undecided.add(pending.size());
@@ -177,7 +198,7 @@ final class CapProcessor
     }
     byte[] body = read.body();
     buffer.add(offset, entry, body);
-    pending.put(offset, new Held(entry, body));
+    hold(offset, new Held(entry, body, record.headers().toArray()));
     undecided.add(1);
     if (undecided.draining()) {
       flush();
@@ -185,6 +206,11 @@ final class CapProcessor
     } else if (pending.size() >= config.batch().maxRecords()) {
       flush();
     }
+  }
+
+  private void hold(long offset, Held send) {
+    pending.put(offset, send);
+    earliestPending = Math.min(earliestPending, send.send().getScheduledAt().toEpochMilli());
   }
 
   private void punctuate(long wallTime) {
@@ -226,7 +252,7 @@ final class CapProcessor
   /**
    * A batch submitted to the cap store whose decisions have not been forwarded yet; its sends are
    * still in the changelogged buffer. {@code asked} holds the input offsets of {@code requests}, in
-   * the same order.
+   * the same order, which is the order of {@code sends}.
    */
   private record InFlight(
       TreeMap<Long, Held> sends,
@@ -254,19 +280,19 @@ final class CapProcessor
     Rules batchRules = rules();
     TreeMap<Long, Held> sends = pending;
     List<Long> chunks = buffer.take();
+    long floor = timeFloor(now);
     pending = new TreeMap<>();
+    earliestPending = Long.MAX_VALUE;
     meters.batch(sends.size());
-    long floor = timeFloor(sends, now);
     Deadline deadline = Deadline.in(config.limiter().timeout());
     BatchTokens tokens;
     try {
+      List<GlobalCap> global = batchRules.version().policies().global();
       tokens =
-          BatchTokens.reserve(
-              quotas,
-              batchRules.version().policies().global(),
-              scheduled(sends),
-              send -> decisionTime(send, now),
-              deadline);
+          global.isEmpty()
+              ? BatchTokens.none()
+              : BatchTokens.reserve(
+                  quotas, global, scheduled(sends), send -> decisionTime(send, now), deadline);
     } catch (LimiterUnavailableException e) {
       inFlight =
           new InFlight(
@@ -309,18 +335,14 @@ final class CapProcessor
   /**
    * The earliest decision time that a send decided from this batch on may have: log entries no such
    * decision can count may be evicted. Under the wall clock, now; under the event clock, the
-   * earliest {@code scheduledAt} of the batch, or of a send still admissible later ({@code
+   * earliest {@code scheduledAt} of the pending sends, or of a send still admissible later ({@code
    * cap.max-skew.ms} behind the stream time), whichever is earlier.
    */
-  private long timeFloor(TreeMap<Long, Held> sends, long now) {
+  private long timeFloor(long now) {
     if (config.limiter().clock() != SendcapConfig.Clock.EVENT) {
       return now;
     }
-    long floor = context.currentStreamTimeMs() - config.maxSkew().toMillis();
-    for (Held p : sends.values()) {
-      floor = Math.min(floor, p.send().getScheduledAt().toEpochMilli());
-    }
-    return floor;
+    return Math.min(earliestPending, context.currentStreamTimeMs() - config.maxSkew().toMillis());
   }
 
   private static TreeMap<Long, ScheduledSend> scheduled(TreeMap<Long, Held> sends) {
@@ -372,7 +394,7 @@ final class CapProcessor
       }
       if (mode == SendcapConfig.FailureMode.BLOCK) {
         inFlight = null;
-        pending.putAll(batch.sends());
+        batch.sends().forEach(this::hold);
         buffer.giveBack(batch.chunks());
         backpressure.unavailable(e, pending.size());
         return;
@@ -386,16 +408,18 @@ final class CapProcessor
       forward(batch, null, batch.tokens().refused());
       return;
     }
-    Map<Long, Decision> decided = new HashMap<>();
+    Decision[] decided = new Decision[batch.asked().size()];
     Map<Long, BatchTokens.Refusal> refused = new HashMap<>(batch.tokens().refused());
-    for (int i = 0; i < batch.asked().size(); i++) {
+    for (int i = 0; i < decided.length; i++) {
       Long offset = batch.asked().get(i);
       Decision decision = decisions.get(i);
       if (decision.outcome() == Decision.Outcome.NOT_A_REPLAY) {
         continue; // refused by a global cap, and not a replay: the refusal stands for now
       }
-      refused.remove(offset);
-      decided.put(offset, decision);
+      if (!refused.isEmpty()) {
+        refused.remove(offset);
+      }
+      decided[i] = decision;
       batch.tokens().settle(offset, decision);
     }
     secondChance(batch, decided, refused);
@@ -409,10 +433,11 @@ final class CapProcessor
    * send is refused only if the tokens that the rest of its batch did not use were not enough for
    * it either. The sends that get tokens now are decided by one more call; they leave {@code
    * refused} and join {@code decided}. If the limiter cannot answer, the refusals stand (they were
-   * made on an answer Redis gave).
+   * made on an answer Redis gave). {@code decided} holds the decisions of {@code batch.asked()}, in
+   * its order.
    */
   private void secondChance(
-      InFlight batch, Map<Long, Decision> decided, Map<Long, BatchTokens.Refusal> refused) {
+      InFlight batch, Decision[] decided, Map<Long, BatchTokens.Refusal> refused) {
     TreeMap<Long, ScheduledSend> again = new TreeMap<>();
     for (Long offset : batch.tokens().secondChances()) {
       if (refused.containsKey(offset)) {
@@ -460,7 +485,8 @@ final class CapProcessor
       Decision decision = decisions.get(i);
       if (decision.outcome() != Decision.Outcome.NOT_A_REPLAY) {
         refused.remove(offset);
-        decided.put(offset, decision);
+        // every send refused by a global cap was asked (as a probe) in the first call
+        decided[Collections.binarySearch(batch.asked(), offset)] = decision;
         tokens.settle(offset, decision);
       }
     }
@@ -468,17 +494,23 @@ final class CapProcessor
 
   /**
    * Forwards the outputs of a batch in input order and drops its sends from the buffer. {@code
-   * decided} holds the per-user decisions by input offset, or is null if the limiter could not be
-   * reached; tokens of sends it did not allow have been given back already.
+   * decided} holds the per-user decisions of {@code batch.asked()}, in its order, or is null if the
+   * limiter could not be reached; tokens of sends it did not allow have been given back already.
    */
-  private void forward(
-      InFlight batch, Map<Long, Decision> decided, Map<Long, BatchTokens.Refusal> refused) {
+  private void forward(InFlight batch, Decision[] decided, Map<Long, BatchTokens.Refusal> refused) {
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
+    List<Long> asked = batch.asked();
+    int next = 0; // the index in asked of the next send asked about, as the sends come in order
     for (Map.Entry<Long, Held> e : batch.sends().entrySet()) {
       Held p = e.getValue();
       ScheduledSend send = p.send();
       long decidedAt = decisionTime(send, batch.now());
-      BatchTokens.Refusal refusal = refused.get(e.getKey());
+      Decision decision = null;
+      if (next < asked.size() && asked.get(next).longValue() == e.getKey()) {
+        decision = decided == null ? null : decided[next];
+        next++;
+      }
+      BatchTokens.Refusal refusal = refused.isEmpty() ? null : refused.get(e.getKey());
       SpecificRecord out;
       if (send.getTransactional()) {
         out = Outcomes.delivery(send, p.segment(), decidedAt, false);
@@ -488,7 +520,7 @@ final class CapProcessor
         out = unavailable(send, p.segment(), decidedAt);
       } else {
         Policy policy = batch.rules().of(p.segment());
-        out = Outcomes.of(send, policy, decided.get(e.getKey()), decidedAt);
+        out = Outcomes.of(send, policy, decision, decidedAt);
       }
       if (shadow && out instanceof Suppression capped) {
         capped.setShadow(true);
@@ -512,7 +544,7 @@ final class CapProcessor
             key(p.entry()),
             new OutputRecord(out, p.send(), p.body()),
             p.entry().getTimestamp(),
-            headers(p.entry())));
+            new RecordHeaders(p.headers())));
   }
 
   private static List<PendingHeader> headersOf(Headers headers) {
@@ -521,14 +553,6 @@ final class CapProcessor
       kept.add(new PendingHeader(h.key(), h.value() == null ? null : ByteBuffer.wrap(h.value())));
     }
     return kept;
-  }
-
-  private static Headers headers(PendingSend p) {
-    RecordHeaders headers = new RecordHeaders();
-    for (PendingHeader h : p.getHeaders()) {
-      headers.add(h.getKey(), h.getValue() == null ? null : bytes(h.getValue()));
-    }
-    return headers;
   }
 
   private CapRequest request(Held p, Policy policy, long now, long timeFloor) {
