@@ -1,11 +1,13 @@
 package io.sendcap.embedded;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,6 +19,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Node {@code i} of {@code n} owns the contiguous slots {@code [i * 16384 / n, (i + 1) * 16384 /
  * n)}; without replicas, a stopped node's slots stay unserved until {@link #restart(int)}.
+ *
+ * <p>{@link #startTls} adds a TLS client port to every node and runs the cluster bus and
+ * replication over TLS ({@code tls-cluster}, {@code tls-replication}): a TLS client is told the
+ * nodes' TLS ports. The plain ports stay open on loopback for this class's own administration.
  */
 public final class EmbeddedRedisCluster implements AutoCloseable {
   /** The number of masters that {@link #start()} starts. */
@@ -39,9 +45,21 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   /** Every node: the masters first (node {@code i < masters} owns the i-th share of the slots). */
   private final List<EmbeddedRedis> nodes = new ArrayList<>();
 
+  /** The TLS client port of each node, in node order; empty without TLS. */
+  private final List<Integer> tlsPorts = new ArrayList<>();
+
+  private final Tls tls;
   private int masters;
 
-  private EmbeddedRedisCluster() {}
+  /**
+   * The certificate and private key (PEM files) every node presents on its TLS ports, also the CA
+   * certificate the nodes trust for each other (self-signed).
+   */
+  public record Tls(Path certificate, Path privateKey) {}
+
+  private EmbeddedRedisCluster(Tls tls) {
+    this.tls = tls;
+  }
 
   /** Starts a cluster of {@link #DEFAULT_NODES} masters and returns once it serves every slot. */
   public static EmbeddedRedisCluster start() {
@@ -71,6 +89,18 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
    *     {@link #CONVERGENCE_TIMEOUT}
    */
   public static EmbeddedRedisCluster start(int masterCount, int replicasPerMaster) {
+    return start(masterCount, replicasPerMaster, null);
+  }
+
+  /**
+   * As {@link #start(int, int)}, every node also listening for TLS clients with {@code tls}'s
+   * certificate, its cluster bus and replication over TLS.
+   */
+  public static EmbeddedRedisCluster startTls(int masterCount, int replicasPerMaster, Tls tls) {
+    return start(masterCount, replicasPerMaster, Objects.requireNonNull(tls));
+  }
+
+  private static EmbeddedRedisCluster start(int masterCount, int replicasPerMaster, Tls tls) {
     if (masterCount < 1) {
       throw new IllegalArgumentException("node count must be at least 1, was " + masterCount);
     }
@@ -78,7 +108,7 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
       throw new IllegalArgumentException(
           "replicas per master must be at least 0, was " + replicasPerMaster);
     }
-    EmbeddedRedisCluster cluster = new EmbeddedRedisCluster();
+    EmbeddedRedisCluster cluster = new EmbeddedRedisCluster(tls);
     cluster.masters = masterCount;
     try {
       cluster.launchNodes(masterCount * (1 + replicasPerMaster));
@@ -97,6 +127,22 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   /** The CPU time every node has used since it started, added up ({@code INFO cpu}). */
   public double cpuSeconds() {
     return nodes.stream().mapToDouble(EmbeddedRedis::cpuSeconds).sum();
+  }
+
+  /**
+   * Returns the {@code host:port} of every node's TLS port, in node order, e.g. {@code
+   * 127.0.0.1:40123}: started with {@link #startTls}, else none.
+   */
+  public List<String> tlsAddresses() {
+    return tlsPorts.stream().map(p -> "127.0.0.1:" + p).toList();
+  }
+
+  /**
+   * Runs {@code command} on every node over its plain port, e.g. {@code ACL SETUSER ...}: ACL users
+   * are each node's own, not the cluster's.
+   */
+  public void onEveryNode(String... command) {
+    nodes.forEach(n -> call(n, command));
   }
 
   /** Returns the URI of every node, in node order, e.g. {@code redis://127.0.0.1:40123}. */
@@ -200,7 +246,27 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
       int port = FreePorts.pickWithClusterBus(taken);
       taken.add(port);
       taken.add(port + FreePorts.CLUSTER_BUS_OFFSET);
-      nodes.add(EmbeddedRedis.launched(new EmbeddedRedis(port, clusterOptions(port))));
+      List<String> options = new ArrayList<>(clusterOptions(port));
+      if (tls != null) {
+        int tlsPort = FreePorts.pick();
+        while (taken.contains(tlsPort)) {
+          tlsPort = FreePorts.pick();
+        }
+        taken.add(tlsPort);
+        tlsPorts.add(tlsPort);
+        options.addAll(
+            List.of(
+                "--tls-port", String.valueOf(tlsPort),
+                "--tls-cert-file", tls.certificate().toString(),
+                "--tls-key-file", tls.privateKey().toString(),
+                "--tls-ca-cert-file", tls.certificate().toString(),
+                "--tls-auth-clients", "no",
+                "--tls-cluster", "yes",
+                "--tls-replication", "yes",
+                // the bus port follows the TLS port unless set: keep it beside the plain one
+                "--cluster-port", String.valueOf(port + FreePorts.CLUSTER_BUS_OFFSET)));
+      }
+      nodes.add(EmbeddedRedis.launched(new EmbeddedRedis(port, options)));
     }
   }
 
@@ -262,7 +328,13 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   private void meet() {
     EmbeddedRedis first = nodes.get(0);
     for (EmbeddedRedis other : nodes.subList(1, nodes.size())) {
-      call(first, "CLUSTER", "MEET", "127.0.0.1", Integer.toString(other.port()));
+      call(
+          first,
+          "CLUSTER",
+          "MEET",
+          "127.0.0.1",
+          Integer.toString(other.port()),
+          Integer.toString(other.port() + FreePorts.CLUSTER_BUS_OFFSET));
     }
   }
 

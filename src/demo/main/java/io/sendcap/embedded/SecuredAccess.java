@@ -37,6 +37,12 @@ public final class SecuredAccess {
       "ACL SETUSER sendcap on >PASSWORD resetkeys ~s* resetchannels -@all +ping +hello"
           + " +script|load +evalsha +zrange +zremrangebyrank +zadd +pexpire +get +incrby +decrby";
 
+  /**
+   * What sendcap's Redis user needs besides {@link #REDIS_ACL} on every node of a Redis Cluster
+   * (ACL users are each node's own): the cluster client's topology discovery and refresh.
+   */
+  public static final String REDIS_CLUSTER_ACL = "ACL SETUSER sendcap +cluster|nodes";
+
   private SecuredAccess() {}
 
   /**

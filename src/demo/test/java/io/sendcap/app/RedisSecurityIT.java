@@ -94,7 +94,7 @@ class RedisSecurityIT {
   static String readmeRule() throws IOException {
     List<String> rules =
         Files.readAllLines(Path.of("README.md")).stream()
-            .filter(line -> line.startsWith("ACL SETUSER " + USER + " "))
+            .filter(line -> line.startsWith("ACL SETUSER " + USER + " on "))
             .toList();
     assertThat(rules).as("README's ACL rule for sendcap's Redis user").hasSize(1);
     return rules.get(0);

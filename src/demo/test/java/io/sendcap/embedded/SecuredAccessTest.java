@@ -21,7 +21,7 @@ class SecuredAccessTest {
     assertThat(readme().stream().filter(l -> l.startsWith("--add --allow-principal ")).toList())
         .isEqualTo(SecuredAccess.KAFKA_ACLS);
     assertThat(readme().stream().filter(l -> l.startsWith("ACL SETUSER ")).toList())
-        .containsExactly(SecuredAccess.REDIS_ACL);
+        .containsExactly(SecuredAccess.REDIS_ACL, SecuredAccess.REDIS_CLUSTER_ACL);
   }
 
   @Test
