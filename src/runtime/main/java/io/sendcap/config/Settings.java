@@ -178,7 +178,10 @@ public final class Settings {
                       "cap.redis.uri",
                       "redis://localhost:6379",
                       "Redis URI; for a cluster, one or more comma-separated seed nodes and"
-                          + " cap.redis.cluster=true."),
+                          + " cap.redis.cluster=true; for a\n"
+                          + "master that Sentinel fails over,"
+                          + " redis-sentinel://[PASSWORD@]host:port[,host:port...][/DB]#MASTER\n"
+                          + "(the sentinels, and the name they monitor the master under)."),
                   bool(
                       "cap.redis.cluster", "false", "Whether cap.redis.uri names a Redis Cluster."),
                   optional(
