@@ -2,9 +2,6 @@ package io.sendcap.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sendcap.avro.Delivery;
-import io.sendcap.avro.Suppression;
-import io.sendcap.avro.SuppressionReason;
 import io.sendcap.embedded.EmbeddedRedisCluster;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
@@ -15,7 +12,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.streams.KafkaStreams;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -108,21 +104,7 @@ class RedisFailoverIT {
             scenario.outcomes(
                 reader.awaitRecords(input.size(), Duration.ofMinutes(3)), deliveries, suppressed);
         scenario.assertEachInputOnce(input, outcomes);
-        assertThat(outcomes)
-            .noneMatch(o -> o.detail() instanceof Delivery d && d.getFailOpen())
-            .noneMatch(
-                o ->
-                    o.detail() instanceof Suppression s
-                        && s.getReason() == SuppressionReason.LIMITER_UNAVAILABLE);
-        assertThat(app.state()).isEqualTo(KafkaStreams.State.RUNNING);
-        assertThat(app.redis().scriptReloads())
-            .as("NOSCRIPT answered by the promoted replica, the script loaded again")
-            .isPositive();
-        if (waitReplicas > 0) {
-          assertThat(app.redis().waitShortfalls())
-              .as("batches on the promoted master, which has no replica, counted")
-              .isPositive();
-        }
+        CapScenario.assertDecidedThroughTheFailover(app, outcomes, waitReplicas);
         return scenario.usersAboveACap(outcomes);
       }
     }

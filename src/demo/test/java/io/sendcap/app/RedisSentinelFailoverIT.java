@@ -1,0 +1,114 @@
+package io.sendcap.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sendcap.embedded.EmbeddedRedisSentinel;
+import io.sendcap.testing.TestKafka;
+import io.sendcap.testing.TopicReader;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A standalone Redis master with one replica and three Sentinels, sendcap given the Sentinels'
+ * {@code redis-sentinel://} URI, a blast running, the master killed with SIGKILL and the replica
+ * promoted by the Sentinels: sendcap reconnects to the master the Sentinels name, loads its script
+ * there and goes on deciding without a restart, every input decided once, none while there was no
+ * master (block).
+ *
+ * <p>Replication is asynchronous, so the promoted replica may lack sends its master had logged: the
+ * users whose deliveries then put a window above its cap are counted and printed.
+ */
+class RedisSentinelFailoverIT {
+  private static final int BEFORE = 2_000;
+  private static final int AFTER = 4_000;
+  private static final int USERS = 400;
+  private static final int SENTINELS = 3;
+
+  private static TestKafka kafka;
+  @TempDir static Path dir;
+
+  private final CapScenario scenario = new CapScenario();
+
+  @BeforeAll
+  static void start() throws IOException {
+    kafka = TestKafka.start();
+    CapScenario.writeFiles(dir);
+    CapScenario.publishSegments(kafka.bootstrapServers());
+  }
+
+  @AfterAll
+  static void stop() {
+    kafka.close();
+  }
+
+  @Test
+  void aMasterKilledMidBlastIsFollowedToTheReplicaSentinelPromotesAndEverySendIsDecidedOnce()
+      throws Exception {
+    Map<Long, String> above = failover("async", 0);
+    System.out.printf(
+        "RedisSentinelFailoverIT: without WAIT, %d of %d users (%.2f%%) have a window above its"
+            + " cap after the failover: %s%n",
+        above.size(), USERS, 100.0 * above.size() / USERS, above);
+  }
+
+  /**
+   * With {@code cap.redis.wait-replicas=1} every batch's writes are on the replica before its
+   * decisions are emitted, so the promotion forgets none: no user above a cap. The promoted replica
+   * has no replica of its own: its batches' WAITs end at {@code cap.redis.wait-timeout.ms}, counted
+   * as shortfalls.
+   */
+  @Test
+  void withWaitForOneReplicaASentinelFailoverLetsNoUserAboveACap() throws Exception {
+    Map<Long, String> above = failover("wait", 1);
+    System.out.printf(
+        "RedisSentinelFailoverIT: with WAIT 1, %d of %d users have a window above its cap%n",
+        above.size(), USERS);
+    assertThat(above).as("users above a cap after the failover, with WAIT").isEmpty();
+  }
+
+  /**
+   * Produces the blast at once, kills the master once {@link #BEFORE} sends are decided, and checks
+   * what must hold whatever replication lost; returns the users above a cap.
+   */
+  private Map<Long, String> failover(String name, int waitReplicas) throws Exception {
+    String suffix = "-sentinel-" + name;
+    String in = "sends" + suffix;
+    String deliveries = "deliveries" + suffix;
+    String suppressed = "suppressed" + suffix;
+    String dlq = "dlq" + suffix;
+    kafka.createTopics(4, in, deliveries, suppressed, dlq);
+    List<ProducerRecord<byte[], byte[]>> input =
+        scenario.records(in, BEFORE + AFTER, USERS, 20, 20, 37);
+    try (EmbeddedRedisSentinel redis = EmbeddedRedisSentinel.start(SENTINELS)) {
+      Properties p = CapScenario.settings(dir, kafka.bootstrapServers(), redis.uri(), "s-" + name);
+      p.setProperty("topic.input", in);
+      p.setProperty("cap.redis.timeout.ms", "1000");
+      p.setProperty("cap.redis.wait-replicas", String.valueOf(waitReplicas));
+      p.setProperty("cap.redis.wait-timeout.ms", "500");
+      try (SendcapApp app = SendcapApp.start(CapScenario.config(p, suffix));
+          TopicReader reader =
+              new TopicReader(kafka.bootstrapServers(), deliveries, suppressed, dlq)) {
+        CapScenario.produce(kafka.bootstrapServers(), input);
+        reader.awaitRecords(BEFORE, Duration.ofMinutes(1));
+        redis.kill(0);
+        redis.awaitPromoted(1);
+
+        List<CapScenario.Outcome> outcomes =
+            scenario.outcomes(
+                reader.awaitRecords(input.size(), Duration.ofMinutes(3)), deliveries, suppressed);
+        scenario.assertEachInputOnce(input, outcomes);
+        CapScenario.assertDecidedThroughTheFailover(app, outcomes, waitReplicas);
+        return scenario.usersAboveACap(outcomes);
+      }
+    }
+  }
+}
