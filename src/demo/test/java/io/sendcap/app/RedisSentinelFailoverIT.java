@@ -63,8 +63,8 @@ class RedisSentinelFailoverIT {
   /**
    * With {@code cap.redis.wait-replicas=1} every batch's writes are on the replica before its
    * decisions are emitted, so the promotion forgets none: no user above a cap. The promoted replica
-   * has no replica of its own: its batches' WAITs end at {@code cap.redis.wait-timeout.ms}, counted
-   * as shortfalls.
+   * has no replica of its own (its ROLE lists none): its batches are counted as shortfalls, not
+   * waited for.
    */
   @Test
   void withWaitForOneReplicaASentinelFailoverLetsNoUserAboveACap() throws Exception {

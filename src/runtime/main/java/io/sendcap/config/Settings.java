@@ -244,13 +244,17 @@ public final class Settings {
                           + "so that a replica promoted after its master failed forgets no logged"
                           + " send (replication is\n"
                           + "asynchronous otherwise, and a user may receive a send more than its"
-                          + " cap). 0: do not wait."),
+                          + " cap). A master with fewer\n"
+                          + "replicas (one just promoted) is not waited on, its batches counted in\n"
+                          + "sendcap_redis_wait_shortfalls_total. The Redis user needs WAIT, and ROLE"
+                          + " without a cluster.\n"
+                          + "0: do not wait."),
                   duration(
                       "cap.redis.wait-timeout.ms",
                       "1000",
                       "How long one WAIT of cap.redis.wait-replicas may take, less than"
                           + " cap.redis.timeout.ms; the batch\n"
-                          + "is decided anyway when it ends, and sendcap_redis_wait_timeouts_total"
+                          + "is decided anyway when it ends, and sendcap_redis_wait_shortfalls_total"
                           + " counts it."),
                   choice(
                       "cap.redis.failure-mode",

@@ -161,6 +161,7 @@ public final class RedisConnector implements AutoCloseable {
     try (RedisSlidingLog log = connector.open()) {
       log.loadScript();
       log.callScriptWithNoSends();
+      log.checkWaitCommands();
     } catch (RuntimeException e) {
       connector.close();
       throw e;
