@@ -8,7 +8,6 @@ import io.sendcap.avro.Channel;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
-import io.sendcap.avro.SuppressionReason;
 import io.sendcap.config.Cap;
 import io.sendcap.config.Policies;
 import io.sendcap.config.Policy;
@@ -46,7 +45,6 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.streams.KafkaStreams;
 
 /**
  * A blast with known policies for the pipeline's integration tests: the input records, how to
@@ -378,32 +376,6 @@ final class CapScenario {
   void assertNoWindowHoldsMoreThanItsCap(List<Outcome> outcomes) {
     assertThat(outcomes).anyMatch(o -> o.detail() instanceof Delivery);
     assertThat(usersAboveACap(outcomes)).as("users with a window above its cap").isEmpty();
-  }
-
-  /**
-   * Checks what must hold after a Redis master was killed and its replica promoted, in block mode:
-   * no send decided while there was no master (no fail-open delivery, no LIMITER_UNAVAILABLE),
-   * sendcap still running, its script loaded again on the promoted replica (NOSCRIPT), and with
-   * {@code waitReplicas} the batches on the promoted master, which has no replica, counted as
-   * shortfalls.
-   */
-  static void assertDecidedThroughTheFailover(
-      SendcapApp app, List<Outcome> outcomes, int waitReplicas) {
-    assertThat(outcomes)
-        .noneMatch(o -> o.detail() instanceof Delivery d && d.getFailOpen())
-        .noneMatch(
-            o ->
-                o.detail() instanceof Suppression s
-                    && s.getReason() == SuppressionReason.LIMITER_UNAVAILABLE);
-    assertThat(app.state()).isEqualTo(KafkaStreams.State.RUNNING);
-    assertThat(app.redis().scriptReloads())
-        .as("NOSCRIPT answered by the promoted replica, the script loaded again")
-        .isPositive();
-    if (waitReplicas > 0) {
-      assertThat(app.redis().waitShortfalls())
-          .as("batches on the promoted master, which has no replica, counted")
-          .isPositive();
-    }
   }
 
   /**

@@ -1,17 +1,13 @@
 package io.sendcap.app;
 
+import static io.sendcap.app.FailoverBlast.USERS;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sendcap.embedded.EmbeddedRedisSentinel;
 import io.sendcap.testing.TestKafka;
-import io.sendcap.testing.TopicReader;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -28,15 +24,10 @@ import org.junit.jupiter.api.io.TempDir;
  * users whose deliveries then put a window above its cap are counted and printed.
  */
 class RedisSentinelFailoverIT {
-  private static final int BEFORE = 2_000;
-  private static final int AFTER = 4_000;
-  private static final int USERS = 400;
   private static final int SENTINELS = 3;
 
   private static TestKafka kafka;
   @TempDir static Path dir;
-
-  private final CapScenario scenario = new CapScenario();
 
   @BeforeAll
   static void start() throws IOException {
@@ -75,40 +66,20 @@ class RedisSentinelFailoverIT {
     assertThat(above).as("users above a cap after the failover, with WAIT").isEmpty();
   }
 
-  /**
-   * Produces the blast at once, kills the master once {@link #BEFORE} sends are decided, and checks
-   * what must hold whatever replication lost; returns the users above a cap.
-   */
+  /** Runs the blast on a Sentinel-managed master, killed and replaced by its replica. */
   private Map<Long, String> failover(String name, int waitReplicas) throws Exception {
-    String suffix = "-sentinel-" + name;
-    String in = "sends" + suffix;
-    String deliveries = "deliveries" + suffix;
-    String suppressed = "suppressed" + suffix;
-    String dlq = "dlq" + suffix;
-    kafka.createTopics(4, in, deliveries, suppressed, dlq);
-    List<ProducerRecord<byte[], byte[]>> input =
-        scenario.records(in, BEFORE + AFTER, USERS, 20, 20, 37);
     try (EmbeddedRedisSentinel redis = EmbeddedRedisSentinel.start(SENTINELS)) {
-      Properties p = CapScenario.settings(dir, kafka.bootstrapServers(), redis.uri(), "s-" + name);
-      p.setProperty("topic.input", in);
-      p.setProperty("cap.redis.timeout.ms", "1000");
-      p.setProperty("cap.redis.wait-replicas", String.valueOf(waitReplicas));
-      p.setProperty("cap.redis.wait-timeout.ms", "500");
-      try (SendcapApp app = SendcapApp.start(CapScenario.config(p, suffix));
-          TopicReader reader =
-              new TopicReader(kafka.bootstrapServers(), deliveries, suppressed, dlq)) {
-        CapScenario.produce(kafka.bootstrapServers(), input);
-        reader.awaitRecords(BEFORE, Duration.ofMinutes(1));
-        redis.kill(0);
-        redis.awaitPromoted(1);
-
-        List<CapScenario.Outcome> outcomes =
-            scenario.outcomes(
-                reader.awaitRecords(input.size(), Duration.ofMinutes(3)), deliveries, suppressed);
-        scenario.assertEachInputOnce(input, outcomes);
-        CapScenario.assertDecidedThroughTheFailover(app, outcomes, waitReplicas);
-        return scenario.usersAboveACap(outcomes);
-      }
+      return new FailoverBlast(kafka, dir)
+          .run(
+              "sentinel-" + name,
+              37,
+              redis.uri(),
+              false,
+              waitReplicas,
+              () -> {
+                redis.kill(0);
+                redis.awaitPromoted(1);
+              });
     }
   }
 }
