@@ -78,11 +78,6 @@ public final class EmbeddedRedisSentinel implements AutoCloseable {
         .collect(Collectors.joining(",", "redis-sentinel://", "#" + MASTER_NAME));
   }
 
-  /** The plain URI of data node {@code node} (0: the master at start, 1: its replica). */
-  public String nodeUri(int node) {
-    return nodes.get(node).uri();
-  }
-
   /**
    * Kills data node {@code node} with SIGKILL, as a crashed machine stops: no shutdown, nothing
    * saved. Killing the master, the Sentinels promote the replica after {@link #DOWN_AFTER}.
@@ -163,14 +158,14 @@ public final class EmbeddedRedisSentinel implements AutoCloseable {
           EmbeddedRedis.launched(new EmbeddedRedis(FreePorts.pick(), conf, List.of("--sentinel"))));
     }
     await(
-        () -> sentinels.stream().allMatch(s -> knowsTheOthers(s, count - 1)),
+        () -> sentinels.stream().allMatch(s -> knowsTheReplicaAndTheOthers(s, count - 1)),
         () ->
             "the Sentinels did not discover the replica and each other: "
-                + sentinels.stream().map(s -> masterState(s)).toList());
+                + sentinels.stream().map(EmbeddedRedisSentinel::masterState).toList());
   }
 
   /** Whether a Sentinel knows the replica and {@code others} other Sentinels. */
-  private boolean knowsTheOthers(EmbeddedRedis sentinel, int others) {
+  private static boolean knowsTheReplicaAndTheOthers(EmbeddedRedis sentinel, int others) {
     Map<String, String> state = masterState(sentinel);
     return "1".equals(state.get("num-slaves"))
         && Integer.toString(others).equals(state.get("num-other-sentinels"));

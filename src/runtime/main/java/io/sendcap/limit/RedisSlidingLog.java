@@ -290,7 +290,7 @@ public final class RedisSlidingLog implements CapStore {
   /**
    * Sends a ROLE and a WAIT that waits for nothing to a standalone master, when {@code
    * cap.redis.wait-replicas} asks to WAIT: a Redis user whose ACL does not allow them fails
-   * start-up here rather than at every batch. ROLE's reply tells the first batch whether to WAIT.
+   * start-up here rather than at every batch.
    *
    * @throws LimiterUnavailableException if Redis refuses or does not answer
    */
@@ -303,7 +303,7 @@ public final class RedisSlidingLog implements CapStore {
     RedisAsyncCommands<byte[], byte[]> master =
         ((StatefulRedisConnection<byte[], byte[]>) connection).async();
     try {
-      masterReplicas = replicasOf(master.role().get(timeout.toMillis(), TimeUnit.MILLISECONDS));
+      master.role().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       master.waitForReplication(0, 0).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (ExecutionException | TimeoutException e) {
       throw unavailable("ROLE or WAIT", e);
