@@ -53,12 +53,21 @@ public final class EmbeddedRedisSentinel implements AutoCloseable {
    *     #CONVERGENCE_TIMEOUT}
    */
   public static EmbeddedRedisSentinel start(int sentinelCount) {
+    return start(sentinelCount, List.of());
+  }
+
+  /**
+   * Starts the servers of {@link #start(int)}, the master and the replica with more {@code
+   * redis-server} options, such as an ACL user ({@code --user NAME on >PASSWORD ...}); the
+   * Sentinels, the replica and the harness connect as the default user.
+   */
+  public static EmbeddedRedisSentinel start(int sentinelCount, List<String> nodeOptions) {
     if (sentinelCount < 1) {
       throw new IllegalArgumentException("sentinel count must be at least 1, was " + sentinelCount);
     }
     EmbeddedRedisSentinel setup = new EmbeddedRedisSentinel();
     try {
-      setup.launchNodes();
+      setup.launchNodes(nodeOptions);
       setup.launchSentinels(sentinelCount);
     } catch (RuntimeException e) {
       setup.close();
@@ -104,6 +113,14 @@ public final class EmbeddedRedisSentinel implements AutoCloseable {
                 + sentinels.stream().map(this::masterAddress).toList());
   }
 
+  /**
+   * Sends one command to data node {@code node} (0: the master at start, 1: its replica) and
+   * returns its reply as text.
+   */
+  public String call(int node, String... command) throws IOException {
+    return nodes.get(node).call(command);
+  }
+
   /** The role of data node {@code node}: {@code master} or {@code slave} ({@code INFO}). */
   public String role(int node) {
     return info(nodes.get(node), "INFO", "replication").contains("role:master")
@@ -133,14 +150,12 @@ public final class EmbeddedRedisSentinel implements AutoCloseable {
     }
   }
 
-  private void launchNodes() {
-    EmbeddedRedis master = EmbeddedRedis.launched(new EmbeddedRedis(FreePorts.pick(), List.of()));
+  private void launchNodes(List<String> options) {
+    EmbeddedRedis master = EmbeddedRedis.launched(new EmbeddedRedis(FreePorts.pick(), options));
     nodes.add(master);
-    nodes.add(
-        EmbeddedRedis.launched(
-            new EmbeddedRedis(
-                FreePorts.pick(),
-                List.of("--replicaof", "127.0.0.1", Integer.toString(master.port())))));
+    List<String> replicaOptions = new ArrayList<>(options);
+    replicaOptions.addAll(List.of("--replicaof", "127.0.0.1", Integer.toString(master.port())));
+    nodes.add(EmbeddedRedis.launched(new EmbeddedRedis(FreePorts.pick(), replicaOptions)));
     await(
         () -> info(nodes.get(1), "INFO", "replication").contains("master_link_status:up"),
         () -> "replica " + nodes.get(1).uri() + " did not sync with master " + master.uri());
