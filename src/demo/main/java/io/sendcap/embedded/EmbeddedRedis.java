@@ -27,6 +27,7 @@ public final class EmbeddedRedis implements AutoCloseable {
   private static final String BINARY = "redis-server";
   private static final String LOG_FILE = "redis.log";
   private static final String OUTPUT_FILE = "redis.out";
+  private static final String CONFIG_FILE = "redis.conf";
   private static final Duration STOP_TIMEOUT = Duration.ofSeconds(10);
   private static final Duration POLL_INTERVAL = Duration.ofMillis(20);
   private static final int LOG_TAIL_LINES = 20;
@@ -34,6 +35,7 @@ public final class EmbeddedRedis implements AutoCloseable {
   private final Path executable;
   private final int port;
   private final List<String> extraArgs;
+  private final List<String> configLines;
   private final Path dir;
   private final boolean keptDir;
   private final Thread killOnExit;
@@ -46,7 +48,15 @@ public final class EmbeddedRedis implements AutoCloseable {
 
   /** Prepares a server run by the given {@code redis-server} executable. */
   EmbeddedRedis(Path executable, int port, List<String> extraArgs) {
-    this(executable, port, extraArgs, null);
+    this(executable, port, extraArgs, null, List.of());
+  }
+
+  /**
+   * Prepares a server on {@code port} started with a configuration file of {@code configLines}
+   * written into its directory, as a Sentinel needs (it rewrites the file with what it learns).
+   */
+  EmbeddedRedis(int port, List<String> configLines, List<String> extraArgs) {
+    this(RedisBinary.locate(), port, extraArgs, null, configLines);
   }
 
   /**
@@ -54,8 +64,10 @@ public final class EmbeddedRedis implements AutoCloseable {
    * file, so that every write survives a restart; {@code null} for a temporary directory without
    * persistence, deleted at {@link #close()}.
    */
-  private EmbeddedRedis(Path executable, int port, List<String> extraArgs, Path dataDir) {
+  private EmbeddedRedis(
+      Path executable, int port, List<String> extraArgs, Path dataDir, List<String> configLines) {
     this.executable = executable;
+    this.configLines = List.copyOf(configLines);
     this.port = port;
     this.keptDir = dataDir != null;
     this.extraArgs =
@@ -85,7 +97,7 @@ public final class EmbeddedRedis implements AutoCloseable {
    */
   public static EmbeddedRedis start(int port, Path dataDir) {
     int chosen = FreePorts.orFree(port, "--redis-port");
-    return launched(new EmbeddedRedis(RedisBinary.locate(), chosen, List.of(), dataDir));
+    return launched(new EmbeddedRedis(RedisBinary.locate(), chosen, List.of(), dataDir, List.of()));
   }
 
   /**
@@ -208,7 +220,11 @@ public final class EmbeddedRedis implements AutoCloseable {
   }
 
   private synchronized void launch() {
-    List<String> command = new ArrayList<>(List.of(executable.toString(), "--port", "" + port));
+    List<String> command = new ArrayList<>(List.of(executable.toString()));
+    if (!configLines.isEmpty()) {
+      command.add(writeConfigFile().toString());
+    }
+    command.addAll(List.of("--port", "" + port));
     command.addAll(List.of("--bind", "127.0.0.1", "--save", "", "--appendonly", "no"));
     command.addAll(List.of("--dir", dir.toString(), "--logfile", dir.resolve(LOG_FILE).toString()));
     command.addAll(extraArgs);
@@ -224,6 +240,19 @@ public final class EmbeddedRedis implements AutoCloseable {
     }
     awaitPing();
     LOG.info("Redis accepts clients at {}", uri());
+  }
+
+  /** Writes the configuration file at the first start; a restart keeps what Redis rewrote. */
+  private Path writeConfigFile() {
+    Path file = dir.resolve(CONFIG_FILE);
+    try {
+      if (!Files.exists(file)) {
+        Files.write(file, configLines);
+      }
+      return file;
+    } catch (IOException e) {
+      throw new UncheckedIOException("Could not write " + file, e);
+    }
   }
 
   private void awaitPing() {

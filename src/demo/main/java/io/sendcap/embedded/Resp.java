@@ -10,13 +10,15 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.StringJoiner;
 
 /**
  * A minimal Redis client that sends one command per connection over the RESP protocol, so that the
  * embedded servers can be probed and configured without a Redis client library.
  *
- * <p>Replies that are simple strings, bulk strings and integers are returned as text; a Redis error
- * reply becomes an {@link IOException} carrying its message.
+ * <p>Replies that are simple strings, bulk strings and integers are returned as text, arrays as
+ * their elements one per line; a Redis error reply becomes an {@link IOException} carrying its
+ * message.
  */
 final class Resp {
   private static final Duration TIMEOUT = Duration.ofSeconds(2);
@@ -59,8 +61,21 @@ final class Resp {
       case '+', ':' -> line;
       case '-' -> throw new IOException("Redis replied: " + line);
       case '$' -> readBulk(in, Integer.parseInt(line));
+      case '*' -> readArray(in, Integer.parseInt(line));
       default -> throw new IOException("Unsupported RESP reply type '" + (char) type + "'");
     };
+  }
+
+  /** An array's elements, nested arrays flattened, one per line; {@code null} for a null array. */
+  private static String readArray(InputStream in, int length) throws IOException {
+    if (length < 0) {
+      return null;
+    }
+    StringJoiner elements = new StringJoiner("\n");
+    for (int i = 0; i < length; i++) {
+      elements.add(String.valueOf(readReply(in)));
+    }
+    return elements.toString();
   }
 
   private static String readBulk(InputStream in, int length) throws IOException {

@@ -1,21 +1,13 @@
 package io.sendcap.app;
 
+import static io.sendcap.app.FailoverBlast.USERS;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sendcap.avro.Delivery;
-import io.sendcap.avro.Suppression;
-import io.sendcap.avro.SuppressionReason;
 import io.sendcap.embedded.EmbeddedRedisCluster;
 import io.sendcap.testing.TestKafka;
-import io.sendcap.testing.TopicReader;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.streams.KafkaStreams;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,14 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * users whose deliveries then put a window above its cap are counted and printed.
  */
 class RedisFailoverIT {
-  private static final int BEFORE = 2_000;
-  private static final int AFTER = 4_000;
-  private static final int USERS = 400;
-
   private static TestKafka kafka;
   @TempDir static Path dir;
-
-  private final CapScenario scenario = new CapScenario();
 
   @BeforeAll
   static void start() throws IOException {
@@ -76,55 +62,20 @@ class RedisFailoverIT {
     assertThat(above).as("users above a cap after the failover, with WAIT").isEmpty();
   }
 
-  /**
-   * Produces the blast at once, kills master 0 once {@link #BEFORE} sends are decided, and checks
-   * what must hold whatever replication lost; returns the users above a cap.
-   */
+  /** Runs the blast on a cluster whose master 0 is killed and replaced by its replica, node 3. */
   private Map<Long, String> failover(String name, int waitReplicas) throws Exception {
-    String in = "sends-" + name;
-    String deliveries = "deliveries-" + name;
-    String suppressed = "suppressed-" + name;
-    kafka.createTopics(4, in, deliveries, suppressed, "dlq-" + name);
-    List<ProducerRecord<byte[], byte[]>> input =
-        scenario.records(in, BEFORE + AFTER, USERS, 20, 20, 31);
     try (EmbeddedRedisCluster cluster = EmbeddedRedisCluster.start(3, 1)) {
-      Properties p =
-          CapScenario.settings(
-              dir, kafka.bootstrapServers(), String.join(",", cluster.uris()), "app-" + name);
-      p.setProperty("topic.input", in);
-      p.setProperty("cap.redis.cluster", "true");
-      p.setProperty("cap.redis.timeout.ms", "1000");
-      p.setProperty("cap.redis.wait-replicas", String.valueOf(waitReplicas));
-      p.setProperty("cap.redis.wait-timeout.ms", "500");
-      try (SendcapApp app = SendcapApp.start(CapScenario.config(p, "-" + name));
-          TopicReader reader =
-              new TopicReader(kafka.bootstrapServers(), deliveries, suppressed, "dlq-" + name)) {
-        CapScenario.produce(kafka.bootstrapServers(), input);
-        reader.awaitRecords(BEFORE, Duration.ofMinutes(1));
-        cluster.kill(0);
-        cluster.awaitPromoted(3);
-
-        List<CapScenario.Outcome> outcomes =
-            scenario.outcomes(
-                reader.awaitRecords(input.size(), Duration.ofMinutes(3)), deliveries, suppressed);
-        scenario.assertEachInputOnce(input, outcomes);
-        assertThat(outcomes)
-            .noneMatch(o -> o.detail() instanceof Delivery d && d.getFailOpen())
-            .noneMatch(
-                o ->
-                    o.detail() instanceof Suppression s
-                        && s.getReason() == SuppressionReason.LIMITER_UNAVAILABLE);
-        assertThat(app.state()).isEqualTo(KafkaStreams.State.RUNNING);
-        assertThat(app.redis().scriptReloads())
-            .as("NOSCRIPT answered by the promoted replica, the script loaded again")
-            .isPositive();
-        if (waitReplicas > 0) {
-          assertThat(app.redis().waitShortfalls())
-              .as("batches on the promoted master, which has no replica, counted")
-              .isPositive();
-        }
-        return scenario.usersAboveACap(outcomes);
-      }
+      return new FailoverBlast(kafka, dir)
+          .run(
+              name,
+              31,
+              String.join(",", cluster.uris()),
+              true,
+              waitReplicas,
+              () -> {
+                cluster.kill(0);
+                cluster.awaitPromoted(3);
+              });
     }
   }
 }

@@ -160,7 +160,8 @@ public record SendcapConfig(
   /**
    * Settings of the Redis limiter.
    *
-   * @param uris the Redis URIs: one for standalone, one or more seeds for a cluster
+   * @param uris the Redis URIs: one for standalone (a {@code redis-sentinel://} URI for a master
+   *     that Sentinel fails over), one or more seeds for a cluster
    * @param cluster whether the URIs name a Redis Cluster
    * @param keyPrefix the prefix of every key sendcap writes
    * @param timeout how long one pipelined batch may take before Redis counts as unreachable
@@ -201,7 +202,7 @@ public record SendcapConfig(
     /** The Redis URIs with their passwords hidden, for messages and logs. */
     public String where() {
       return uris.stream()
-          .map(uri -> PASSWORD_IN_URI.matcher(uri).replaceAll("$1[hidden]@"))
+          .map(SendcapConfig::hidePassword)
           .collect(Collectors.joining(", ", "[", "]"));
     }
 
@@ -211,8 +212,18 @@ public record SendcapConfig(
     }
   }
 
-  /** The password of a URI's user info, {@code user:password@} or {@code :password@}. */
-  private static final Pattern PASSWORD_IN_URI = Pattern.compile("(\\w+://[^:@/,]*:)[^@/,]*@");
+  /**
+   * The password of a URI's user info: {@code user:password@}, {@code :password@}, or {@code
+   * password@} (a user info without a colon is a password to Lettuce, as in {@code
+   * redis-sentinel://password@host:port#master}). Group 1 is what stays shown.
+   */
+  private static final Pattern PASSWORD_IN_URI =
+      Pattern.compile("([\\w+.-]+://(?:[^:@/,]*:)?)[^@/,]*@");
+
+  /** Hides the password of every URI in {@code value}. */
+  static String hidePassword(String value) {
+    return PASSWORD_IN_URI.matcher(value).replaceAll("$1[hidden]@");
+  }
 
   /** Reads and validates a properties file. */
   public static SendcapConfig load(Path file) {
@@ -250,7 +261,7 @@ public record SendcapConfig(
     boolean cluster = r.bool("cap.redis.cluster");
     Limiter limiter =
         new Limiter(
-            r.redisUris("cap.redis.uri"),
+            r.redisUris("cap.redis.uri", cluster),
             cluster,
             r.string("cap.redis.key-prefix"),
             r.duration("cap.redis.timeout.ms"),
@@ -334,7 +345,7 @@ public record SendcapConfig(
 
   private static final Pattern SECRET_KEY =
       Pattern.compile("(?i)password|secret|token|jaas|user\\.info|credentials");
-  private static final Pattern USER_INFO = Pattern.compile("(\\w+://)[^@/,]*@");
+  private static final Pattern USER_INFO = Pattern.compile("([\\w+.-]+://)[^@/,]*@");
 
   private static String unlessUserInfo(String value) {
     return USER_INFO.matcher(value).replaceAll("$1[hidden]@");
@@ -538,17 +549,37 @@ public record SendcapConfig(
       return e.name().toLowerCase(Locale.ROOT);
     }
 
-    List<String> redisUris(String key) {
+    /**
+     * Reads {@code cap.redis.uri}: comma-separated {@code redis://} or {@code rediss://} URIs (one
+     * for a standalone Redis, seed nodes for a cluster), or one {@code redis-sentinel://} or {@code
+     * rediss-sentinel://} URI, whose commas separate its sentinels and which names a standalone
+     * master, so it is refused with {@code cap.redis.cluster=true}.
+     */
+    List<String> redisUris(String key, boolean cluster) {
+      String value = string(key).trim();
+      if (SENTINEL_SCHEME.matcher(value).lookingAt()) {
+        if (!SENTINEL_URI.matcher(value).matches()) {
+          problems.add(key, hidePassword(value), SENTINEL_SYNTAX);
+        } else if (cluster) {
+          problems.add(
+              key,
+              hidePassword(value),
+              "a redis-sentinel:// URI names a standalone master, which needs"
+                  + " cap.redis.cluster=false; with cap.redis.cluster=true, redis:// or rediss://"
+                  + " seed nodes (a Redis Cluster fails over by itself, without Sentinel)");
+        }
+        return List.of(value);
+      }
       List<String> uris = new ArrayList<>();
-      for (String uri : string(key).split(",")) {
+      for (String uri : value.split(",")) {
         String trimmed = uri.trim();
         if (validRedisUri(trimmed)) {
           uris.add(trimmed);
         } else {
           problems.add(
               key,
-              PASSWORD_IN_URI.matcher(trimmed).replaceAll("$1[hidden]@"),
-              "redis://host:port or rediss://host:port, comma-separated");
+              hidePassword(trimmed),
+              "redis://host:port or rediss://host:port, comma-separated, or " + SENTINEL_SYNTAX);
         }
       }
       return uris;
@@ -563,6 +594,19 @@ public record SendcapConfig(
         return false;
       }
     }
+
+    private static final Pattern SENTINEL_SCHEME = Pattern.compile("rediss?-sentinel://");
+    private static final String HOST_PORT = "[^,:/@?#\\s]+(?::\\d{1,5})?";
+    private static final Pattern SENTINEL_URI =
+        Pattern.compile(
+            "rediss?-sentinel://(?:[^@/,]+@)?"
+                + HOST_PORT
+                + "(?:,"
+                + HOST_PORT
+                + ")*(?:/\\d+)?(?:\\?[^#]*)?#[^#\\s]+");
+    private static final String SENTINEL_SYNTAX =
+        "redis-sentinel://[PASSWORD@]host:port[,host:port...][/DB]#MASTER (Sentinel's address"
+            + " and the name it monitors the master under)";
 
     /** Parses a comma-separated list of {@code .avsc} files; empty when the key is not set. */
     List<Schema> schemas(String key) {

@@ -178,7 +178,10 @@ public final class Settings {
                       "cap.redis.uri",
                       "redis://localhost:6379",
                       "Redis URI; for a cluster, one or more comma-separated seed nodes and"
-                          + " cap.redis.cluster=true."),
+                          + " cap.redis.cluster=true; for a\n"
+                          + "master that Sentinel fails over,"
+                          + " redis-sentinel://[PASSWORD@]host:port[,host:port...][/DB]#MASTER\n"
+                          + "(the sentinels, and the name they monitor the master under)."),
                   bool(
                       "cap.redis.cluster", "false", "Whether cap.redis.uri names a Redis Cluster."),
                   optional(
@@ -241,13 +244,17 @@ public final class Settings {
                           + "so that a replica promoted after its master failed forgets no logged"
                           + " send (replication is\n"
                           + "asynchronous otherwise, and a user may receive a send more than its"
-                          + " cap). 0: do not wait."),
+                          + " cap). A master with fewer\n"
+                          + "replicas (one just promoted) is not waited on, its batches counted in\n"
+                          + "sendcap_redis_wait_shortfalls_total. The Redis user needs WAIT, and ROLE"
+                          + " without a cluster.\n"
+                          + "0: do not wait."),
                   duration(
                       "cap.redis.wait-timeout.ms",
                       "1000",
                       "How long one WAIT of cap.redis.wait-replicas may take, less than"
                           + " cap.redis.timeout.ms; the batch\n"
-                          + "is decided anyway when it ends, and sendcap_redis_wait_timeouts_total"
+                          + "is decided anyway when it ends, and sendcap_redis_wait_shortfalls_total"
                           + " counts it."),
                   choice(
                       "cap.redis.failure-mode",

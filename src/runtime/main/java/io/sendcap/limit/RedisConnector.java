@@ -33,7 +33,10 @@ import java.util.concurrent.atomic.LongAdder;
  * (one connection) per stream task.
  *
  * <p>Standalone Redis and Redis Cluster are both supported; with a cluster, each call is routed to
- * the node that owns its key's slot.
+ * the node that owns its key's slot. A standalone master may be given as a {@code
+ * redis-sentinel://} URI: the client asks the Sentinels where the master is at every
+ * (re)connection, so that after a failover a lost connection reconnects to the replica they
+ * promoted.
  */
 public final class RedisConnector implements AutoCloseable {
   /** The classpath resource of the caps script (the sliding log and the other algorithms). */
@@ -158,6 +161,7 @@ public final class RedisConnector implements AutoCloseable {
     try (RedisSlidingLog log = connector.open()) {
       log.loadScript();
       log.callScriptWithNoSends();
+      log.checkWaitCommands();
     } catch (RuntimeException e) {
       connector.close();
       throw e;

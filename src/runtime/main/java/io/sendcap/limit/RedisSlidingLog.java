@@ -6,6 +6,7 @@ import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.Partitions;
@@ -46,6 +47,14 @@ public final class RedisSlidingLog implements CapStore {
   private final CallBuilder builder;
   private final int waitReplicas;
   private final long waitTimeoutMs;
+
+  /**
+   * How many replicas the standalone master had at the last batch's ROLE; {@link #UNKNOWN} before
+   * the first reply and after a failed one, which makes the next batch WAIT.
+   */
+  private volatile int masterReplicas = UNKNOWN;
+
+  private static final int UNKNOWN = Integer.MAX_VALUE;
 
   RedisSlidingLog(StatefulConnection<byte[], byte[]> connection, RedisConnector connector) {
     this.connection = connection;
@@ -214,9 +223,11 @@ public final class RedisSlidingLog implements CapStore {
 
   /**
    * Queues, after the batch's calls on each connection, a WAIT for {@code cap.redis.wait-replicas}
-   * replicas: on the server, or on every cluster master serving slots that has that many replicas
-   * (WAIT on a master with fewer, such as a replica just promoted, would only take its whole
-   * timeout; its writes are counted as a shortfall at once). Empty when not waiting.
+   * replicas on every master that has that many: WAIT on a master with fewer, such as a replica
+   * just promoted, would only take its whole timeout, so its writes are counted as a shortfall at
+   * once. A cluster's masters are counted from its topology; a standalone master (Sentinel's
+   * included) from a ROLE queued with each batch, whose reply decides the next batch. Empty when
+   * not waiting.
    */
   @SuppressWarnings("unchecked")
   private List<RedisFuture<Long>> queueWaits() {
@@ -224,10 +235,18 @@ public final class RedisSlidingLog implements CapStore {
       return List.of();
     }
     if (!(connection instanceof StatefulRedisClusterConnection<?, ?> c)) {
-      return List.of(
-          ((StatefulRedisConnection<byte[], byte[]>) connection)
-              .async()
-              .waitForReplication(waitReplicas, waitTimeoutMs));
+      RedisAsyncCommands<byte[], byte[]> master =
+          ((StatefulRedisConnection<byte[], byte[]>) connection).async();
+      boolean enough = masterReplicas >= waitReplicas;
+      master
+          .role()
+          .whenComplete(
+              (role, failed) -> masterReplicas = failed == null ? replicasOf(role) : UNKNOWN);
+      if (!enough) {
+        connector.recordWaitShortfall();
+        return List.of();
+      }
+      return List.of(master.waitForReplication(waitReplicas, waitTimeoutMs));
     }
     StatefulRedisClusterConnection<byte[], byte[]> cluster =
         (StatefulRedisClusterConnection<byte[], byte[]>) c;
@@ -253,6 +272,47 @@ public final class RedisSlidingLog implements CapStore {
       }
     }
     return waits;
+  }
+
+  /** The replicas a ROLE reply lists: those of a master, none for a replica. */
+  static int replicasOf(List<Object> role) {
+    Object first = role.isEmpty() ? "" : role.get(0);
+    String name =
+        first instanceof byte[] bytes
+            ? new String(bytes, StandardCharsets.US_ASCII)
+            : String.valueOf(first);
+    boolean master = name.equals("master");
+    return master && role.size() > 2 && role.get(2) instanceof List<?> replicas
+        ? replicas.size()
+        : 0;
+  }
+
+  /**
+   * Sends a ROLE and a WAIT that waits for nothing to a standalone master, when {@code
+   * cap.redis.wait-replicas} asks to WAIT: a Redis user whose ACL does not allow them fails
+   * start-up here rather than at every batch.
+   *
+   * @throws LimiterUnavailableException if Redis refuses or does not answer
+   */
+  @SuppressWarnings("unchecked")
+  void checkWaitCommands() {
+    if (waitReplicas == 0 || connection instanceof StatefulRedisClusterConnection<?, ?>) {
+      return;
+    }
+    connection.setAutoFlushCommands(true);
+    RedisAsyncCommands<byte[], byte[]> master =
+        ((StatefulRedisConnection<byte[], byte[]>) connection).async();
+    try {
+      master.role().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      master.waitForReplication(0, 0).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      throw unavailable("ROLE or WAIT", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw unavailable("ROLE or WAIT", e);
+    } finally {
+      connection.setAutoFlushCommands(false);
+    }
   }
 
   /**

@@ -66,6 +66,61 @@ class SendcapConfigTest {
   }
 
   @Test
+  void aSentinelUriWithItsPasswordHiddenNamesOneStandaloneMaster() {
+    Properties p = new Properties();
+    p.setProperty(
+        "cap.redis.uri", "redis-sentinel://s3cret@sentinel-a:26379,sentinel-b:26379/0#sendcap");
+
+    SendcapConfig c = SendcapConfig.from(p, "app.properties");
+
+    assertThat(c.limiter().uris())
+        .containsExactly("redis-sentinel://s3cret@sentinel-a:26379,sentinel-b:26379/0#sendcap");
+    assertThat(c.limiter().where())
+        .isEqualTo("[redis-sentinel://[hidden]@sentinel-a:26379,sentinel-b:26379/0#sendcap]");
+    assertThat(c.limiter().toString()).doesNotContain("s3cret");
+    assertThat(c.describe()).doesNotContain("s3cret");
+  }
+
+  @Test
+  void aPasswordWithoutAUserIsHiddenToo() {
+    Properties p = new Properties();
+    p.setProperty("cap.redis.uri", "redis://s3cret@redis:6379");
+
+    SendcapConfig c = SendcapConfig.from(p, "app.properties");
+
+    assertThat(c.limiter().where()).isEqualTo("[redis://[hidden]@redis:6379]");
+    assertThat(c.describe()).doesNotContain("s3cret");
+  }
+
+  @Test
+  void aSentinelUriOnAClusterOrWithoutAMasterNameIsRefusedNamingKeyAndValue() {
+    Properties cluster = new Properties();
+    cluster.setProperty("cap.redis.uri", "redis-sentinel://user:s3cret@sentinel:26379#sendcap");
+    cluster.setProperty("cap.redis.cluster", "true");
+    Properties unnamed = new Properties();
+    unnamed.setProperty("cap.redis.uri", "redis-sentinel://sentinel:26379");
+
+    InvalidConfigException onCluster =
+        catchThrowableOfType(
+            InvalidConfigException.class, () -> SendcapConfig.from(cluster, "app.properties"));
+    InvalidConfigException noMaster =
+        catchThrowableOfType(
+            InvalidConfigException.class, () -> SendcapConfig.from(unnamed, "app.properties"));
+
+    assertThat(onCluster.problems())
+        .containsExactly(
+            "cap.redis.uri=\"redis-sentinel://user:[hidden]@sentinel:26379#sendcap\" is invalid:"
+                + " a redis-sentinel:// URI names a standalone master, which needs"
+                + " cap.redis.cluster=false; with cap.redis.cluster=true, redis:// or rediss://"
+                + " seed nodes (a Redis Cluster fails over by itself, without Sentinel)");
+    assertThat(noMaster.problems())
+        .containsExactly(
+            "cap.redis.uri=\"redis-sentinel://sentinel:26379\" is invalid:"
+                + " redis-sentinel://[PASSWORD@]host:port[,host:port...][/DB]#MASTER (Sentinel's"
+                + " address and the name it monitors the master under)");
+  }
+
+  @Test
   void aRedisTrustStoreThatDoesNotOpenFailsStartUpNamingTheKey(@TempDir Path dir)
       throws IOException {
     Path notAStore = Files.writeString(dir.resolve("store.p12"), "not a key store");
@@ -140,7 +195,8 @@ class SendcapConfigTest {
             "cap.redis.failure-mode=\"ignore\" is invalid: one of block, allow, suppress",
             "batch.max.records=\"0\" is invalid: a whole number from 1 to 100000",
             "cap.redis.uri=\"localhost:6379\" is invalid: redis://host:port or rediss://host:port,"
-                + " comma-separated",
+                + " comma-separated, or redis-sentinel://[PASSWORD@]host:port[,host:port...][/DB]"
+                + "#MASTER (Sentinel's address and the name it monitors the master under)",
             "cap.max-skew.ms=\"-1\" is invalid: " + DURATION,
             "http.port=\"70000\" is invalid: a whole number from -1 to 65535",
             "avro.writer-schemas=\""

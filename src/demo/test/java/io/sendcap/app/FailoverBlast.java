@@ -1,0 +1,103 @@
+package io.sendcap.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sendcap.avro.Delivery;
+import io.sendcap.avro.Suppression;
+import io.sendcap.avro.SuppressionReason;
+import io.sendcap.testing.TestKafka;
+import io.sendcap.testing.TopicReader;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.streams.KafkaStreams;
+
+/**
+ * The blast of the Redis failover tests: {@link #BEFORE} + {@link #AFTER} sends to {@link #USERS}
+ * users produced at once, a Redis master failed over once {@link #BEFORE} are decided, and what
+ * must hold whatever replication lost checked, in block mode: every input decided once, none while
+ * there was no master (no fail-open delivery, no LIMITER_UNAVAILABLE), sendcap still running, its
+ * script loaded again on the promoted replica (NOSCRIPT).
+ */
+final class FailoverBlast {
+  static final int BEFORE = 2_000;
+  static final int AFTER = 4_000;
+  static final int USERS = 400;
+
+  private final CapScenario scenario = new CapScenario();
+  private final TestKafka kafka;
+  private final Path dir;
+
+  /**
+   * A blast on {@code kafka}, with the files {@link CapScenario#writeFiles} wrote in {@code dir}.
+   */
+  FailoverBlast(TestKafka kafka, Path dir) {
+    this.kafka = kafka;
+    this.dir = dir;
+  }
+
+  /**
+   * Runs the blast through sendcap on {@code redisUri}, waiting for {@code waitReplicas} replicas
+   * after each batch, calls {@code failover} (kill the master, await its replica's promotion) once
+   * {@link #BEFORE} sends are decided, checks the outputs and returns the users above a cap.
+   *
+   * @param name the suffix of the topics and of the application id
+   */
+  Map<Long, String> run(
+      String name, long seed, String redisUri, boolean cluster, int waitReplicas, Runnable failover)
+      throws Exception {
+    String in = "sends-" + name;
+    String deliveries = "deliveries-" + name;
+    String suppressed = "suppressed-" + name;
+    String dlq = "dlq-" + name;
+    kafka.createTopics(4, in, deliveries, suppressed, dlq);
+    List<ProducerRecord<byte[], byte[]>> input =
+        scenario.records(in, BEFORE + AFTER, USERS, 20, 20, seed);
+    Properties p = CapScenario.settings(dir, kafka.bootstrapServers(), redisUri, "app-" + name);
+    p.setProperty("topic.input", in);
+    p.setProperty("cap.redis.cluster", String.valueOf(cluster));
+    p.setProperty("cap.redis.timeout.ms", "1000");
+    p.setProperty("cap.redis.wait-replicas", String.valueOf(waitReplicas));
+    p.setProperty("cap.redis.wait-timeout.ms", "500");
+    try (SendcapApp app = SendcapApp.start(CapScenario.config(p, "-" + name));
+        TopicReader reader =
+            new TopicReader(kafka.bootstrapServers(), deliveries, suppressed, dlq)) {
+      CapScenario.produce(kafka.bootstrapServers(), input);
+      reader.awaitRecords(BEFORE, Duration.ofMinutes(1));
+      failover.run();
+
+      List<CapScenario.Outcome> outcomes =
+          scenario.outcomes(
+              reader.awaitRecords(input.size(), Duration.ofMinutes(3)), deliveries, suppressed);
+      scenario.assertEachInputOnce(input, outcomes);
+      assertDecidedThroughTheFailover(app, outcomes, waitReplicas);
+      return scenario.usersAboveACap(outcomes);
+    }
+  }
+
+  /**
+   * With {@code waitReplicas}, the batches on the promoted master, which has no replica, are
+   * counted as shortfalls too.
+   */
+  private static void assertDecidedThroughTheFailover(
+      SendcapApp app, List<CapScenario.Outcome> outcomes, int waitReplicas) {
+    assertThat(outcomes)
+        .noneMatch(o -> o.detail() instanceof Delivery d && d.getFailOpen())
+        .noneMatch(
+            o ->
+                o.detail() instanceof Suppression s
+                    && s.getReason() == SuppressionReason.LIMITER_UNAVAILABLE);
+    assertThat(app.state()).isEqualTo(KafkaStreams.State.RUNNING);
+    assertThat(app.redis().scriptReloads())
+        .as("NOSCRIPT answered by the promoted replica, the script loaded again")
+        .isPositive();
+    if (waitReplicas > 0) {
+      assertThat(app.redis().waitShortfalls())
+          .as("batches on the promoted master, which has no replica, counted")
+          .isPositive();
+    }
+  }
+}
