@@ -29,6 +29,24 @@ import java.util.concurrent.TimeUnit;
 public record Certificates(
     Path keystore, Path certificate, Path privateKey, Path truststore, String password) {
 
+  /**
+   * The {@code redis-server} options of a TLS client port {@code tlsPort} presenting this
+   * certificate (also the CA it trusts), clients not asked for one.
+   */
+  public List<String> redisTlsOptions(int tlsPort) {
+    return List.of(
+        "--tls-port",
+        String.valueOf(tlsPort),
+        "--tls-cert-file",
+        certificate.toString(),
+        "--tls-key-file",
+        privateKey.toString(),
+        "--tls-ca-cert-file",
+        certificate.toString(),
+        "--tls-auth-clients",
+        "no");
+  }
+
   /** Makes the certificate and its files in {@code dir}. */
   public static Certificates create(Path dir) throws IOException {
     String password = Long.toHexString(new SecureRandom().nextLong());

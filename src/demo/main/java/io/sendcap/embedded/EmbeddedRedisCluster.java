@@ -1,7 +1,6 @@
 package io.sendcap.embedded;
 
 import java.io.IOException;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -48,16 +47,12 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   /** The TLS client port of each node, in node order; empty without TLS. */
   private final List<Integer> tlsPorts = new ArrayList<>();
 
-  private final Tls tls;
+  /** What every node presents on its TLS ports and trusts of the others; null without TLS. */
+  private final Certificates tls;
+
   private int masters;
 
-  /**
-   * The certificate and private key (PEM files) every node presents on its TLS ports, also the CA
-   * certificate the nodes trust for each other (self-signed).
-   */
-  public record Tls(Path certificate, Path privateKey) {}
-
-  private EmbeddedRedisCluster(Tls tls) {
+  private EmbeddedRedisCluster(Certificates tls) {
     this.tls = tls;
   }
 
@@ -96,11 +91,13 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
    * As {@link #start(int, int)}, every node also listening for TLS clients with {@code tls}'s
    * certificate, its cluster bus and replication over TLS.
    */
-  public static EmbeddedRedisCluster startTls(int masterCount, int replicasPerMaster, Tls tls) {
+  public static EmbeddedRedisCluster startTls(
+      int masterCount, int replicasPerMaster, Certificates tls) {
     return start(masterCount, replicasPerMaster, Objects.requireNonNull(tls));
   }
 
-  private static EmbeddedRedisCluster start(int masterCount, int replicasPerMaster, Tls tls) {
+  private static EmbeddedRedisCluster start(
+      int masterCount, int replicasPerMaster, Certificates tls) {
     if (masterCount < 1) {
       throw new IllegalArgumentException("node count must be at least 1, was " + masterCount);
     }
@@ -254,13 +251,9 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
         }
         taken.add(tlsPort);
         tlsPorts.add(tlsPort);
+        options.addAll(tls.redisTlsOptions(tlsPort));
         options.addAll(
             List.of(
-                "--tls-port", String.valueOf(tlsPort),
-                "--tls-cert-file", tls.certificate().toString(),
-                "--tls-key-file", tls.privateKey().toString(),
-                "--tls-ca-cert-file", tls.certificate().toString(),
-                "--tls-auth-clients", "no",
                 "--tls-cluster", "yes",
                 "--tls-replication", "yes",
                 // the bus port follows the TLS port unless set: keep it beside the plain one

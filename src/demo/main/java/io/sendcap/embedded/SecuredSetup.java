@@ -65,17 +65,7 @@ public record SecuredSetup(
 
   /** The {@code redis-server} options of a TLS port with this certificate. */
   public List<String> redisOptions(int tlsPort) {
-    return List.of(
-        "--tls-port",
-        String.valueOf(tlsPort),
-        "--tls-cert-file",
-        certificates.certificate().toString(),
-        "--tls-key-file",
-        certificates.privateKey().toString(),
-        "--tls-ca-cert-file",
-        certificates.certificate().toString(),
-        "--tls-auth-clients",
-        "no");
+    return certificates.redisTlsOptions(tlsPort);
   }
 
   /** Adds sendcap's Redis user with README's rule. */

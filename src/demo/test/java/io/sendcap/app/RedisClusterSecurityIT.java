@@ -47,11 +47,7 @@ class RedisClusterSecurityIT {
     CapScenario.writeFiles(dir);
     CapScenario.publishSegments(kafka.bootstrapServers());
     certificates = Certificates.create(dir);
-    cluster =
-        EmbeddedRedisCluster.startTls(
-            3,
-            0,
-            new EmbeddedRedisCluster.Tls(certificates.certificate(), certificates.privateKey()));
+    cluster = EmbeddedRedisCluster.startTls(3, 0, certificates);
     for (String rule :
         List.of(
             SecuredAccess.REDIS_ACL.replace("PASSWORD", PASSWORD),

@@ -63,19 +63,7 @@ class RedisSecurityIT {
     CapScenario.publishSegments(kafka.bootstrapServers());
     certificates = Certificates.create(dir);
     tlsPort = FreePorts.pick();
-    redis =
-        EmbeddedRedis.startWith(
-            List.of(
-                "--tls-port",
-                String.valueOf(tlsPort),
-                "--tls-cert-file",
-                certificates.certificate().toString(),
-                "--tls-key-file",
-                certificates.privateKey().toString(),
-                "--tls-ca-cert-file",
-                certificates.certificate().toString(),
-                "--tls-auth-clients",
-                "no"));
+    redis = EmbeddedRedis.startWith(certificates.redisTlsOptions(tlsPort));
     setUser(readmeRule().replace("PASSWORD", PASSWORD));
     kafka.createTopics(4, INPUT, "deliveries-secured", "suppressed-secured", "dlq-secured");
   }
