@@ -7,7 +7,10 @@ import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.time.ZoneId;
 import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -107,8 +110,7 @@ final class CallBuilder {
       sendArgs.add(r.probe() ? probe(number) : number);
       for (Cap cap : shape.caps()) {
         if (cap.kind() != Cap.Kind.ROLLING) {
-          CalendarPeriods.Period period =
-              CalendarPeriods.of(cap.kind(), Instant.ofEpochMilli(now), r.effectiveZone());
+          CalendarPeriods.Period period = period(cap.kind(), now, r.effectiveZone());
           sendArgs.add(ascii(period.start()));
           sendArgs.add(ascii(period.end()));
         }
@@ -129,6 +131,25 @@ final class CallBuilder {
   }
 
   /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */
+  /**
+   * The last period worked out for each kind of calendar cap and zone: a batch's sends share few.
+   */
+  private final Map<Cap.Kind, Map<ZoneId, CalendarPeriods.Period>> periods =
+      new EnumMap<>(Cap.Kind.class);
+
+  /** The calendar period holding {@code now} in {@code zone}, as {@link CalendarPeriods#of}. */
+  private CalendarPeriods.Period period(Cap.Kind kind, long now, ZoneId zone) {
+    Map<ZoneId, CalendarPeriods.Period> byZone =
+        periods.computeIfAbsent(kind, k -> new HashMap<>());
+    CalendarPeriods.Period last = byZone.get(zone);
+    if (last != null && last.start() <= now && now < last.end()) {
+      return last;
+    }
+    CalendarPeriods.Period period = CalendarPeriods.of(kind, Instant.ofEpochMilli(now), zone);
+    byZone.put(zone, period);
+    return period;
+  }
+
   private Shape shape(Policy policy, Channel channel) {
     Shape[] byChannel = shapes.computeIfAbsent(policy, p -> new Shape[Channel.values().length]);
     Shape shape = byChannel[channel.ordinal()];

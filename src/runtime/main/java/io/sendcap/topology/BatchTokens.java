@@ -138,6 +138,9 @@ final class BatchTokens {
    * allowed and logged, given back otherwise.
    */
   void settle(long offset, Decision decision) {
+    if (held.isEmpty()) {
+      return; // no global cap, or none left to settle
+    }
     List<GlobalQuotas.Key> keys = held.remove(offset);
     if (keys == null || decision.outcome() == Decision.Outcome.ALLOWED) {
       return;

@@ -506,8 +506,10 @@ final class CapProcessor
       ScheduledSend send = p.send();
       long decidedAt = decisionTime(send, batch.now());
       Decision decision = null;
+      Policy policy = null; // the policy the send was asked about under
       if (next < asked.size() && asked.get(next).longValue() == e.getKey()) {
         decision = decided == null ? null : decided[next];
+        policy = batch.requests().get(next).policy();
         next++;
       }
       BatchTokens.Refusal refusal = refused.isEmpty() ? null : refused.get(e.getKey());
@@ -519,7 +521,6 @@ final class CapProcessor
       } else if (decided == null) {
         out = unavailable(send, p.segment(), decidedAt);
       } else {
-        Policy policy = batch.rules().of(p.segment());
         out = Outcomes.of(send, policy, decision, decidedAt);
       }
       if (shadow && out instanceof Suppression capped) {
