@@ -367,4 +367,26 @@ public final class EmbeddedRedis implements AutoCloseable {
     List<String> tail = lines.subList(Math.max(0, lines.size() - LOG_TAIL_LINES), lines.size());
     return tail.isEmpty() ? "" : "; its output ends with:\n" + String.join("\n", tail);
   }
+
+  /**
+   * Closes every server of {@code servers}, even if closing one fails; then throws the first
+   * failure, the others suppressed in it.
+   */
+  static void closeAll(List<EmbeddedRedis> servers) {
+    RuntimeException failure = null;
+    for (EmbeddedRedis server : servers) {
+      try {
+        server.close();
+      } catch (RuntimeException e) {
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
+  }
 }

@@ -220,21 +220,7 @@ public final class EmbeddedRedisCluster implements AutoCloseable {
   /** Stops every node and deletes their directories. */
   @Override
   public synchronized void close() {
-    RuntimeException failure = null;
-    for (EmbeddedRedis node : nodes) {
-      try {
-        node.close();
-      } catch (RuntimeException e) {
-        if (failure == null) {
-          failure = e;
-        } else {
-          failure.addSuppressed(e);
-        }
-      }
-    }
-    if (failure != null) {
-      throw failure;
-    }
+    EmbeddedRedis.closeAll(nodes);
   }
 
   private void launchNodes(int nodeCount) {

@@ -131,23 +131,9 @@ public final class EmbeddedRedisSentinel implements AutoCloseable {
   /** Stops every Sentinel, then the data nodes, and deletes their directories. */
   @Override
   public synchronized void close() {
-    RuntimeException failure = null;
     List<EmbeddedRedis> all = new ArrayList<>(sentinels);
     all.addAll(nodes);
-    for (EmbeddedRedis server : all) {
-      try {
-        server.close();
-      } catch (RuntimeException e) {
-        if (failure == null) {
-          failure = e;
-        } else {
-          failure.addSuppressed(e);
-        }
-      }
-    }
-    if (failure != null) {
-      throw failure;
-    }
+    EmbeddedRedis.closeAll(all);
   }
 
   private void launchNodes(List<String> options) {

@@ -115,8 +115,11 @@ public record SecuredSetup(
     }
   }
 
-  /** The Kafka client settings of {@code user}, as README gives them. */
-  public Properties kafkaSettings(String bootstrapServers, String user, String password) {
+  /**
+   * The Kafka client settings of {@code user} on a SASL_SSL SCRAM listener, as README gives them,
+   * without a trust store (the JDK's trusted certificates).
+   */
+  public static Properties scramSettings(String bootstrapServers, String user, String password) {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", bootstrapServers);
     p.setProperty("security.protocol", "SASL_SSL");
@@ -128,6 +131,12 @@ public record SecuredSetup(
             + "\" password=\""
             + password
             + "\";");
+    return p;
+  }
+
+  /** The Kafka client settings of {@code user}, as README gives them. */
+  public Properties kafkaSettings(String bootstrapServers, String user, String password) {
+    Properties p = scramSettings(bootstrapServers, user, password);
     p.setProperty("ssl.truststore.location", certificates.truststore().toString());
     p.setProperty("ssl.truststore.password", certificates.password());
     return p;

@@ -18,6 +18,7 @@ import io.sendcap.limit.SlidingLogModel;
 import io.sendcap.segment.SegmentTopic;
 import io.sendcap.segment.UserIds;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.testing.TopicReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -273,6 +274,31 @@ final class CapScenario {
   }
 
   /** Checks every decision against the reference model of the rules, send by send. */
+  /**
+   * Produces {@code input}, reads one output per send through {@code reader} (opened before the
+   * blast, on {@code deliveryTopic}, {@code suppressedTopic} and the dead-letter topic), and checks
+   * that each input was decided once and as the model decides under {@code settings}; returns the
+   * outcomes.
+   */
+  List<Outcome> assertBlastDecidedAsTheModel(
+      String bootstrap,
+      List<ProducerRecord<byte[], byte[]>> input,
+      TopicReader reader,
+      String deliveryTopic,
+      String suppressedTopic,
+      Properties settings) {
+    produce(bootstrap, input);
+    List<Outcome> outcomes =
+        outcomes(
+            reader.awaitRecords(input.size(), Duration.ofMinutes(2)),
+            deliveryTopic,
+            suppressedTopic);
+    assertEachInputOnce(input, outcomes);
+    assertDecisionsMatchTheModel(
+        sendsOf(input), outcomes, config(settings, "").limiter().idempotencyRetention());
+    return outcomes;
+  }
+
   void assertDecisionsMatchTheModel(
       List<ScheduledSend> input, List<Outcome> outcomes, Duration retention) {
     Map<String, String> expected = expectedByTheModel(input, retention);

@@ -7,6 +7,7 @@ import io.sendcap.embedded.Certificates;
 import io.sendcap.embedded.EmbeddedKafka;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.SecuredAccess;
+import io.sendcap.embedded.SecuredSetup;
 import io.sendcap.testing.CapturedLogs;
 import io.sendcap.testing.Cli;
 import io.sendcap.testing.TopicReader;
@@ -148,17 +149,7 @@ class KafkaSecurityIT {
 
   /** The client settings of a user of the secured listener, as README gives them. */
   private static Properties secured(String user, String password, boolean trusted) {
-    Properties p = new Properties();
-    p.setProperty("bootstrap.servers", kafka.bootstrapServers());
-    p.setProperty("security.protocol", "SASL_SSL");
-    p.setProperty("sasl.mechanism", EmbeddedKafka.SCRAM);
-    p.setProperty(
-        "sasl.jaas.config",
-        "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
-            + user
-            + "\" password=\""
-            + password
-            + "\";");
+    Properties p = SecuredSetup.scramSettings(kafka.bootstrapServers(), user, password);
     if (trusted) {
       p.setProperty("ssl.truststore.location", certificates.truststore().toString());
       p.setProperty("ssl.truststore.password", certificates.password());
