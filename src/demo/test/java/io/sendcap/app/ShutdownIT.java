@@ -82,7 +82,7 @@ class ShutdownIT {
           .contains("deciding the " + SENDS + " sends in hand", "sendcap stopped")
           .contains("Kafka Streams is REBALANCING: waiting for consumer group shutdown")
           .contains("Kafka Streams is RUNNING: deciding the sends of [campaign-sends-0")
-          .doesNotContain("stay buffered");
+          .doesNotContain("behind their task's mark");
     }
   }
 }

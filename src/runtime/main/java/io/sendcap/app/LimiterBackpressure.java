@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The application's {@link Backpressure} under {@code cap.redis.failure-mode=block}: while Redis
  * cannot be reached, Kafka Streams is paused (no input is read and nothing is decided; the waiting
- * sends stay in the changelogged buffer and their offsets commit with them), Redis is probed with
- * backoff, and processing resumes once every node answers a PING.
+ * sends stay pending in their tasks, and the mark of each task's undecided sends commits with the
+ * offsets), Redis is probed with backoff, and processing resumes once every node answers a PING.
  *
  * <p>An outage lasts from the first batch the limiter could not decide to the next one it did. Its
  * start and end are logged, a reminder every {@link #REMINDER_INTERVAL} in between, and the gauge
@@ -78,7 +78,7 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
       lastLogged = now;
       outages.increment();
       LOG.warn(
-          "Redis at {} is unreachable ({}); processing paused, {} sends wait in the buffer and"
+          "Redis at {} is unreachable ({}); processing paused, {} sends wait in their tasks and"
               + " nothing is lost; probing Redis until it answers",
           redis.where(),
           cause.getMessage(),

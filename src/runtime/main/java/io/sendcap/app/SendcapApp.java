@@ -430,7 +430,8 @@ public final class SendcapApp implements AutoCloseable {
   /**
    * Stops processing: decides the sends in hand first (unless the limiter is unreachable in block
    * mode, or a send waits for the schema registry), then commits. Sends still undecided stay in the
-   * changelogged buffer, for whichever instance runs their task next. Closing again does nothing.
+   * input behind their task's mark, for whichever instance runs the task next. Closing again does
+   * nothing.
    */
   @Override
   public void close() {
@@ -443,16 +444,21 @@ public final class SendcapApp implements AutoCloseable {
       http.close();
     }
     if (backpressure.holding()) {
-      LOG.warn("the limiter is unreachable: {} undecided sends stay buffered", inHand);
+      LOG.warn(
+          "the limiter is unreachable: {} undecided sends stay in the input behind their task's mark",
+          inHand);
     } else if (registryOutage.waiting()) {
-      LOG.warn("the schema registry is unreachable: {} undecided sends stay buffered", inHand);
+      LOG.warn(
+          "the schema registry is unreachable: {} undecided sends stay in the input behind their"
+              + " task's mark",
+          inHand);
     } else {
       try {
         undecided.startDraining();
         long left = undecided.awaitNone(drainTimeout);
         if (left > 0) {
           LOG.warn(
-              "{} sends still undecided after {} ms; they stay buffered",
+              "{} sends still undecided after {} ms; they stay in the input behind their task's mark",
               left,
               drainTimeout.toMillis());
         }

@@ -85,8 +85,8 @@ public final class Settings {
                   kafka(
                       "processing.guarantee",
                       "exactly_once_v2",
-                      "exactly_once_v2 (outputs, offsets and the pending-send buffer commit"
-                          + " atomically) or at_least_once."),
+                      "exactly_once_v2 (outputs, offsets and the mark of each task's undecided"
+                          + " sends commit atomically) or at_least_once."),
                   kafka(
                       "processing.exception.handler.global.enabled",
                       "true",

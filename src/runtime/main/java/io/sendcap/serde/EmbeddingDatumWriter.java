@@ -10,7 +10,7 @@ import org.apache.avro.specific.SpecificDatumWriter;
  * A {@link SpecificDatumWriter} that can write one nested record from bytes encoded before. Avro's
  * binary form of a record is its fields' forms in order, with no length or tag, so a record read
  * with the same schema can be copied into the record that embeds it instead of being encoded again:
- * sendcap's outputs and its buffer embed the input's {@code ScheduledSend} this way.
+ * sendcap's outputs embed the input's {@code ScheduledSend} this way.
  *
  * <p>Thread-safe, like the writer it extends: what to embed is held per thread for one {@link
  * #write(Object, Encoder, Object, byte[])}.

@@ -29,8 +29,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.streams.processor.Cancellable;
@@ -47,14 +47,16 @@ import org.slf4j.LoggerFactory;
  * batch (two when a global cap runs out in it; see {@link #secondChance}), outputs forwarded in
  * input order, each with its input record's key, timestamp and headers.
  *
- * <p>No loss: a send is put in a changelogged store ({@link PendingBuffer}: chunks of sends keyed
- * by the input offset of their first) before {@code process()} returns, and deleted only after its
- * decision has been forwarded from the stream thread. Kafka Streams commits input offsets, outputs
- * and the store's changelog together, so a send whose offset is committed undecided is in the
- * committed changelog: after a crash or a rebalance the store is restored (on this or another
- * instance) and the send decided then. A batch is flushed when it holds {@code batch.max.records}
- * sends, and by a wall-clock punctuator once its oldest send has waited {@code batch.max.wait.ms}.
- * Deciding a send twice is harmless: the limiter is idempotent by message id.
+ * <p>No loss: the sends stay in the input topic, and a changelogged store ({@link PendingBuffer})
+ * holds the task's mark, the input offset of its oldest undecided send, written before {@code
+ * process()} returns and moved on once the send's decision has been forwarded from the stream
+ * thread. Kafka Streams commits input offsets, outputs and the store's changelog together, so a
+ * send whose offset is committed undecided lies between the committed mark and the committed
+ * offset: after a crash or a rebalance the task (on this or another instance) reads that stretch of
+ * its input again ({@link InputReplay}) and decides the sends then. A batch is flushed when it
+ * holds {@code batch.max.records} sends, and by a wall-clock punctuator once its oldest send has
+ * waited {@code batch.max.wait.ms}. Deciding a send twice is harmless: the limiter is idempotent by
+ * message id.
  *
  * <p>Each batch is decided under one version of the policies, the newest when it is flushed, even
  * if another arrives while it is in flight. Under {@code cap.mode=shadow} a capped send is
@@ -63,12 +65,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A send with invalid values fails {@code process()} with an {@link InvalidSendException}, which
  * {@link InvalidSendHandler} sends to the dead-letter topic. While the limiter is unreachable under
- * {@code cap.redis.failure-mode=block}, sends stay in the buffer and {@link Backpressure} holds
- * them back (the application pauses its input) until the limiter answers again.
+ * {@code cap.redis.failure-mode=block}, sends stay pending and {@link Backpressure} holds them back
+ * (the application pauses its input) until the limiter answers again.
  *
  * <p>It is longer than most classes here because one batch's life is one story, read top to bottom:
  * buffered, flushed (time floor, deadline, tokens from {@link BatchTokens}), completed (or held, or
- * decided by the failure mode), given its second chance, forwarded, dropped from the buffer.
+ * decided by the failure mode), given its second chance, forwarded, the mark moved past it.
  */
 final class CapProcessor
     implements Processor<byte[], Decoded<ScheduledSend>, byte[], OutputRecord> {
@@ -86,15 +88,24 @@ final class CapProcessor
   private final DecisionMeters meters;
   private final Undecided undecided;
   private final GlobalQuotas quotas;
+  private final InputReplay replay;
 
   /**
-   * A send in hand: its entry in the buffer, its input record's headers and, when it was read in
-   * sendcap's own schema, its Avro body, which the buffer and the outputs copy instead of encoding
-   * the send again.
+   * A send in hand: its input record's key, timestamp and headers, its segment, the send and, when
+   * it was read in sendcap's own schema, its Avro body, which the outputs copy instead of encoding
+   * the send again; and the task's stream time when it was processed (see {@link
+   * PendingBuffer.Mark}).
    */
-  private record Held(PendingSend entry, byte[] body, Header[] headers) {
-    /** A send restored from the buffer: its headers are those the buffer kept. */
-    static Held restored(PendingSend entry) {
+  private record Held(
+      byte[] key,
+      long timestamp,
+      String segment,
+      ScheduledSend send,
+      byte[] body,
+      Header[] headers,
+      long streamTime) {
+    /** A send an earlier version kept in the buffer, with the headers it kept. */
+    static Held earlier(PendingSend entry) {
       List<PendingHeader> kept = entry.getHeaders();
       Header[] headers = new Header[kept.size()];
       for (int i = 0; i < headers.length; i++) {
@@ -102,15 +113,14 @@ final class CapProcessor
         headers[i] =
             new RecordHeader(h.getKey(), h.getValue() == null ? null : bytes(h.getValue()));
       }
-      return new Held(entry, null, headers);
-    }
-
-    ScheduledSend send() {
-      return entry.getSend();
-    }
-
-    String segment() {
-      return entry.getSegment();
+      return new Held(
+          entry.getKey() == null ? null : bytes(entry.getKey()),
+          entry.getTimestamp(),
+          entry.getSegment(),
+          entry.getSend(),
+          null,
+          headers,
+          Long.MIN_VALUE);
     }
   }
 
@@ -127,6 +137,15 @@ final class CapProcessor
   private long oldestPendingSince;
   private Cancellable punctuator;
 
+  /** The mark in the buffer, as last written or restored; null if there is none. */
+  private PendingBuffer.Mark marked;
+
+  /**
+   * The highest input offset of the sends restored from an earlier version's buffer, which keeps
+   * them until they are decided; -1 if there are none. The mark covers the sends after it.
+   */
+  private long earlierUntil = -1;
+
   CapProcessor(
       SendcapConfig config,
       LivePolicies policies,
@@ -137,7 +156,8 @@ final class CapProcessor
       Backpressure backpressure,
       Undecided undecided,
       MeterRegistry metrics,
-      String storeName) {
+      String storeName,
+      InputReplay replay) {
     this.config = config;
     this.segments = segments;
     this.policies = policies;
@@ -147,6 +167,7 @@ final class CapProcessor
     this.wallClock = wallClock;
     this.storeName = storeName;
     this.backpressure = backpressure;
+    this.replay = replay;
     this.validator =
         new SendValidator(config.maxSkew(), config.limiter().clock() == SendcapConfig.Clock.EVENT);
     this.meters = new DecisionMeters(metrics);
@@ -158,15 +179,24 @@ final class CapProcessor
     KeyValueStore<Long, byte[]> store = context.getStateStore(storeName);
     this.buffer = new PendingBuffer(store);
     // Kafka Streams may close and init the same instance again (a revived task): what the buffer
-    // holds now is all there is to decide.
+    // holds now, as restored, is all there is to go by.
     inFlight = null;
     pending = new TreeMap<>();
     earliestPending = Long.MAX_VALUE;
-    buffer.restore().forEach((offset, entry) -> hold(offset, Held.restored(entry)));
-    if (!pending.isEmpty()) {
-      LOG.info("task {}: {} restored sends to decide", context.taskId(), pending.size());
-      undecided.add(pending.size());
+    TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
+    earlier.forEach((offset, entry) -> hold(offset, Held.earlier(entry)));
+    earlierUntil = earlier.isEmpty() ? -1 : earlier.lastKey();
+    if (!earlier.isEmpty()) {
+      LOG.info(
+          "task {}: {} sends restored from an earlier version's buffer to decide",
+          context.taskId(),
+          earlier.size());
     }
+    marked = buffer.mark();
+    if (marked != null) {
+      readAgain(marked);
+    }
+    undecided.add(pending.size());
     oldestPendingSince = context.currentSystemTimeMs();
     capStore = capStores.get();
     Duration maxWait = config.batch().maxWait();
@@ -184,22 +214,16 @@ final class CapProcessor
             .offset();
     Decoded<ScheduledSend> read = record.value();
     ScheduledSend send = read == null ? null : read.record(); // a null value: the validator says so
-    validator.check(send, record.timestamp(), context.currentStreamTimeMs());
-    String segment = segments.segmentOf(send.getUserId());
-    PendingSend entry =
-        new PendingSend(
-            record.key() == null ? null : ByteBuffer.wrap(record.key()),
-            record.timestamp(),
-            segment == null ? Policy.DEFAULT : segment,
-            send,
-            headersOf(record.headers()));
+    long streamTime = context.currentStreamTimeMs();
+    validator.check(send, record.timestamp(), streamTime);
     if (pending.isEmpty()) {
       oldestPendingSince = context.currentSystemTimeMs();
     }
-    byte[] body = read.body();
-    buffer.add(offset, entry, body);
-    hold(offset, new Held(entry, body, record.headers().toArray()));
+    hold(
+        offset,
+        held(record.key(), record.timestamp(), read, record.headers().toArray(), streamTime));
     undecided.add(1);
+    mark();
     if (undecided.draining()) {
       flush();
       complete();
@@ -208,9 +232,82 @@ final class CapProcessor
     }
   }
 
+  private Held held(
+      byte[] key, long timestamp, Decoded<ScheduledSend> read, Header[] headers, long streamTime) {
+    ScheduledSend send = read.record();
+    String segment = segments.segmentOf(send.getUserId());
+    return new Held(
+        key,
+        timestamp,
+        segment == null ? Policy.DEFAULT : segment,
+        send,
+        read.body(),
+        headers,
+        streamTime);
+  }
+
   private void hold(long offset, Held send) {
     pending.put(offset, send);
     earliestPending = Math.min(earliestPending, send.send().getScheduledAt().toEpochMilli());
+  }
+
+  /**
+   * Reads the task's input again from its restored mark and holds the sends it had processed and
+   * not decided by its last commit: the records the checks of {@link SendValidator} let through
+   * then, with the stream time they had then, which the mark's stream time and the records'
+   * timestamps give back. A record they refused went to the dead-letter topic then.
+   */
+  private void readAgain(PendingBuffer.Mark mark) {
+    int before = pending.size();
+    long[] streamTime = {mark.streamTime()};
+    replay.read(
+        new TopicPartition(config.topics().input(), context.taskId().partition()),
+        mark.from(),
+        r -> {
+          streamTime[0] = Math.max(streamTime[0], r.timestamp());
+          if (pending.containsKey(r.offset())) {
+            return; // restored from an earlier version's buffer
+          }
+          ScheduledSend send = r.value() == null ? null : r.value().record();
+          try {
+            validator.check(send, r.timestamp(), streamTime[0]);
+          } catch (InvalidSendException e) {
+            return;
+          }
+          hold(
+              r.offset(),
+              held(r.key(), r.timestamp(), r.value(), r.headers().toArray(), streamTime[0]));
+        });
+    LOG.info(
+        "task {}: {} undecided sends read again from offset {} of {}",
+        context.taskId(),
+        pending.size() - before,
+        mark.from(),
+        config.topics().input());
+  }
+
+  /**
+   * Writes the buffer's mark when the oldest undecided send has changed, and deletes it when every
+   * send read is decided. Called after each send held and each batch forwarded; a send is written
+   * to the store before {@code process()} returns, so no commit can cover an undecided send that
+   * the mark does not. The sends restored from an earlier version's buffer are covered by it
+   * instead.
+   */
+  private void mark() {
+    Map.Entry<Long, Held> oldest =
+        inFlight == null ? null : inFlight.sends().higherEntry(earlierUntil);
+    if (oldest == null) {
+      oldest = pending.higherEntry(earlierUntil);
+    }
+    if (oldest == null) {
+      if (marked != null) {
+        buffer.clearMark();
+        marked = null;
+      }
+    } else if (marked == null || marked.from() != oldest.getKey()) {
+      marked = new PendingBuffer.Mark(oldest.getKey(), oldest.getValue().streamTime());
+      buffer.mark(marked);
+    }
   }
 
   private void punctuate(long wallTime) {
@@ -250,13 +347,12 @@ final class CapProcessor
   }
 
   /**
-   * A batch submitted to the cap store whose decisions have not been forwarded yet; its sends are
-   * still in the changelogged buffer. {@code asked} holds the input offsets of {@code requests}, in
-   * the same order, which is the order of {@code sends}.
+   * A batch submitted to the cap store whose decisions have not been forwarded yet; the mark still
+   * covers its sends. {@code asked} holds the input offsets of {@code requests}, in the same order,
+   * which is the order of {@code sends}.
    */
   private record InFlight(
       TreeMap<Long, Held> sends,
-      List<Long> chunks,
       Rules rules,
       BatchTokens tokens,
       List<Long> asked,
@@ -279,7 +375,6 @@ final class CapProcessor
     long now = wallClock.millis();
     Rules batchRules = rules();
     TreeMap<Long, Held> sends = pending;
-    List<Long> chunks = buffer.take();
     long floor = timeFloor(now);
     pending = new TreeMap<>();
     earliestPending = Long.MAX_VALUE;
@@ -297,7 +392,6 @@ final class CapProcessor
       inFlight =
           new InFlight(
               sends,
-              chunks,
               batchRules,
               BatchTokens.none(),
               List.of(),
@@ -321,7 +415,6 @@ final class CapProcessor
     inFlight =
         new InFlight(
             sends,
-            chunks,
             batchRules,
             tokens,
             asked,
@@ -369,10 +462,10 @@ final class CapProcessor
   }
 
   /**
-   * Waits for the batch in flight and forwards its outputs in input order, then drops its sends
-   * from the buffer. If the limiter could not be reached, {@code cap.redis.failure-mode} decides:
-   * under {@code block} the sends go back to the pending ones, in offset order, to be submitted
-   * again once the limiter answers.
+   * Waits for the batch in flight and forwards its outputs in input order, then moves the mark past
+   * its sends. If the limiter could not be reached, {@code cap.redis.failure-mode} decides: under
+   * {@code block} the sends go back to the pending ones, in offset order, to be submitted again
+   * once the limiter answers.
    */
   private void complete() {
     if (inFlight == null) {
@@ -395,7 +488,6 @@ final class CapProcessor
       if (mode == SendcapConfig.FailureMode.BLOCK) {
         inFlight = null;
         batch.sends().forEach(this::hold);
-        buffer.giveBack(batch.chunks());
         backpressure.unavailable(e, pending.size());
         return;
       }
@@ -493,7 +585,7 @@ final class CapProcessor
   }
 
   /**
-   * Forwards the outputs of a batch in input order and drops its sends from the buffer. {@code
+   * Forwards the outputs of a batch in input order and moves the mark past its sends. {@code
    * decided} holds the per-user decisions of {@code batch.asked()}, in its order, or is null if the
    * limiter could not be reached; tokens of sends it did not allow have been given back already.
    */
@@ -529,31 +621,27 @@ final class CapProcessor
       }
       emit(p, out);
     }
-    buffer.drop(batch.chunks());
     undecided.remove(batch.sends().size());
+    if (earlierUntil >= 0 && (pending.isEmpty() || pending.firstKey() > earlierUntil)) {
+      buffer.dropEarlier();
+      earlierUntil = -1;
+    }
+    mark();
   }
 
   /**
    * Forwards one output of a send with the input record's timestamp and headers: tracing and
    * correlation ids travel in headers, and a decision is often forwarded from the punctuator, where
-   * no input record's headers are at hand, so they are kept with the send in the buffer.
+   * no input record's headers are at hand, so they are kept with the send.
    */
   private void emit(Held p, SpecificRecord out) {
     meters.count(p.segment(), p.send().getChannel(), out);
     context.forward(
         new Record<>(
-            key(p.entry()),
+            p.key(),
             new OutputRecord(out, p.send(), p.body()),
-            p.entry().getTimestamp(),
+            p.timestamp(),
             new RecordHeaders(p.headers())));
-  }
-
-  private static List<PendingHeader> headersOf(Headers headers) {
-    List<PendingHeader> kept = new ArrayList<>();
-    for (Header h : headers) {
-      kept.add(new PendingHeader(h.key(), h.value() == null ? null : ByteBuffer.wrap(h.value())));
-    }
-    return kept;
   }
 
   private CapRequest request(Held p, Policy policy, long now, long timeFloor) {
@@ -581,10 +669,6 @@ final class CapProcessor
         : Outcomes.unavailable(send, segment, decidedAt);
   }
 
-  private static byte[] key(PendingSend p) {
-    return p.getKey() == null ? null : bytes(p.getKey());
-  }
-
   private static byte[] bytes(ByteBuffer buffer) {
     byte[] bytes = new byte[buffer.remaining()];
     buffer.duplicate().get(bytes);
@@ -592,10 +676,10 @@ final class CapProcessor
   }
 
   /**
-   * Lets go of the sends in hand: undecided ones stay in the changelogged store, for whoever runs
-   * this task next (this instance again, if Kafka Streams revives the task). The tokens of a batch
-   * in flight are forfeited: Redis may have logged its sends, and their next decision, a replay,
-   * takes none.
+   * Lets go of the sends in hand: undecided ones stay in the input, behind the mark, for whoever
+   * runs this task next (this instance again, if Kafka Streams revives the task). The tokens of a
+   * batch in flight are forfeited: Redis may have logged its sends, and their next decision, a
+   * replay, takes none.
    */
   @Override
   public void close() {
@@ -609,9 +693,6 @@ final class CapProcessor
     }
     pending = new TreeMap<>();
     inFlight = null;
-    if (buffer != null) {
-      buffer.reset();
-    }
     if (capStore != null) {
       capStore.close();
       capStore = null;

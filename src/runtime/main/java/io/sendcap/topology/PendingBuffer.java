@@ -4,7 +4,6 @@ import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.TreeMap;
 import org.apache.kafka.common.errors.SerializationException;
@@ -12,50 +11,90 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
- * A task's changelogged buffer of undecided sends, in chunks: each entry of the store holds up to
- * {@value #CHUNK_SENDS} consecutive sends, keyed by the input offset of its first.
+ * A task's changelogged store of where its undecided sends are: one entry, the task's {@link Mark}.
  *
- * <p>A send is in the store before {@code process()} returns: its chunk is written again with the
- * send appended. Chunks never span batches (taking the pending sends for a batch closes the chunk
- * being filled), so a batch deletes its chunks once its decisions are forwarded. One entry per send
- * cost a cache put, a cache delete and, at commit, a changelog record or two per send; a chunk
- * costs them once per {@value #CHUNK_SENDS} sends.
+ * <p>The sends themselves stay in the input topic. Every send the task has read from the mark's
+ * offset on, and not sent to the dead-letter topic, is undecided; every send before it is decided.
+ * Kafka Streams commits the store's changelog with the input offsets and the outputs, so after a
+ * crash or a rebalance the task is restored with the mark of its last commit, and the sends between
+ * the mark and the committed offset, processed but not decided then, are read again from the input
+ * ({@link InputReplay}). Writing the mark once per batch costs a cache put, and at most one
+ * changelog record per commit, where keeping each send cost an encoding, a put and a changelog
+ * record with the send's bytes.
  *
- * <p>A chunk is a tag byte ({@code 0x01}), then per send its input offset (8 bytes), the length of
- * its {@link PendingSend} (4 bytes) and that record in Avro's single-object encoding. An entry that
- * starts with the single-object marker ({@code 0xC3}) is one {@link PendingSend} keyed by its own
- * offset, as earlier versions wrote the store: a changelog they left is restored all the same.
+ * <p>Earlier versions kept each undecided send in the store, keyed by input offset: entries of one
+ * {@link PendingSend} in Avro's single-object encoding (first byte {@code 0xC3}), or chunks of
+ * consecutive sends (a tag byte {@code 0x01}, then per send its input offset, 8 bytes, the length
+ * of its encoding, 4 bytes, and that encoding). A changelog they left is still restored: its sends
+ * are decided, then its entries deleted.
  */
 final class PendingBuffer {
-  /** The most sends one chunk holds. */
-  static final int CHUNK_SENDS = 32;
+  /** The key of the mark: every key an earlier version wrote is an input offset, at least 0. */
+  static final long MARK_KEY = -1L;
 
+  private static final byte MARK = 0x02;
   private static final byte CHUNK = 0x01;
   private static final byte SINGLE_OBJECT_MARKER = (byte) 0xC3;
   private static final SingleObjectAvroSerde<PendingSend> SERDE =
       new SingleObjectAvroSerde<>(PendingSend.class);
 
+  /**
+   * Where a task's undecided sends start.
+   *
+   * @param from the input offset of the oldest undecided send
+   * @param streamTime the task's stream time when it processed that send (its own timestamp
+   *     included): from there on, the stream time of each record read again is what it was when the
+   *     record was first processed, which is what the checks of {@link SendValidator} saw
+   */
+  record Mark(long from, long streamTime) {}
+
   private final KeyValueStore<Long, byte[]> store;
-  private final List<Long> chunks = new ArrayList<>();
-  private long open = -1;
-  private int openSends;
-  private byte[] openBytes = new byte[4096];
-  private int openLength;
+  private final List<Long> earlierEntries = new ArrayList<>();
 
   PendingBuffer(KeyValueStore<Long, byte[]> store) {
     this.store = store;
   }
 
-  /** Reads the sends the store holds (restored from its changelog), by input offset. */
-  TreeMap<Long, PendingSend> restore() {
+  /** The task's mark as restored, or null if it had no undecided send at its last commit. */
+  Mark mark() {
+    byte[] value = store.get(MARK_KEY);
+    if (value == null) {
+      return null;
+    }
+    if (value.length != 17 || value[0] != MARK) {
+      throw new SerializationException(
+          "the entry of the pending-sends store at key " + MARK_KEY + " is not a mark");
+    }
+    ByteBuffer in = ByteBuffer.wrap(value, 1, 16);
+    return new Mark(in.getLong(), in.getLong());
+  }
+
+  /** Records the task's mark. */
+  void mark(Mark mark) {
+    store.put(
+        MARK_KEY,
+        ByteBuffer.allocate(17).put(MARK).putLong(mark.from()).putLong(mark.streamTime()).array());
+  }
+
+  /** Deletes the task's mark: every send it has read is decided. */
+  void clearMark() {
+    store.put(MARK_KEY, null); // a delete that does not read back the old value
+  }
+
+  /**
+   * The sends an earlier version kept in the store (restored from its changelog), by input offset;
+   * their entries stay until {@link #dropEarlier()}.
+   */
+  TreeMap<Long, PendingSend> restoreEarlier() {
     TreeMap<Long, PendingSend> sends = new TreeMap<>();
-    chunks.clear();
-    open = -1;
+    earlierEntries.clear();
     try (KeyValueIterator<Long, byte[]> all = store.all()) {
       all.forEachRemaining(
           kv -> {
-            chunks.add(kv.key);
-            read(kv.key, kv.value, sends);
+            if (kv.key != MARK_KEY) {
+              earlierEntries.add(kv.key);
+              read(kv.key, kv.value, sends);
+            }
           });
     }
     return sends;
@@ -68,7 +107,7 @@ final class PendingBuffer {
     }
     if (value.length == 0 || value[0] != CHUNK) {
       throw new SerializationException(
-          "an entry of the pending-sends buffer at offset "
+          "an entry of the pending-sends store at offset "
               + key
               + " is neither a chunk nor a send");
     }
@@ -81,61 +120,11 @@ final class PendingBuffer {
     }
   }
 
-  /**
-   * Writes {@code send}, read at input {@code offset}, to the store; {@code body}, the Avro body of
-   * its {@code ScheduledSend} as read from the input (or null), is copied rather than encoded
-   * again.
-   */
-  void add(long offset, PendingSend send, byte[] body) {
-    if (open < 0 || openSends == CHUNK_SENDS) {
-      open = offset;
-      openSends = 0;
-      openLength = 0;
-      append(new byte[] {CHUNK});
-      chunks.add(offset);
+  /** Deletes the entries of an earlier version, once all their sends are decided. */
+  void dropEarlier() {
+    for (Long key : earlierEntries) {
+      store.put(key, null);
     }
-    byte[] bytes = SERDE.encode(send, send.getSend(), body);
-    append(ByteBuffer.allocate(12).putLong(offset).putInt(bytes.length).array());
-    append(bytes);
-    openSends++;
-    store.put(open, Arrays.copyOf(openBytes, openLength));
-  }
-
-  private void append(byte[] bytes) {
-    if (openLength + bytes.length > openBytes.length) {
-      openBytes =
-          Arrays.copyOf(openBytes, Math.max(2 * openBytes.length, openLength + bytes.length));
-    }
-    System.arraycopy(bytes, 0, openBytes, openLength, bytes.length);
-    openLength += bytes.length;
-  }
-
-  /**
-   * The chunks of every send added since the last call, for a batch that takes all those sends; the
-   * chunk being filled is closed.
-   */
-  List<Long> take() {
-    List<Long> taken = List.copyOf(chunks);
-    chunks.clear();
-    open = -1;
-    return taken;
-  }
-
-  /** Gives back the chunks of a batch that could not be decided: its sends are pending again. */
-  void giveBack(List<Long> taken) {
-    chunks.addAll(taken);
-  }
-
-  /** Deletes the chunks of a batch whose decisions have been forwarded. */
-  void drop(List<Long> taken) {
-    for (Long key : taken) {
-      store.put(key, null); // a delete that does not read back the old value
-    }
-  }
-
-  /** Forgets what it was filling; the store keeps what it holds (closing a task). */
-  void reset() {
-    chunks.clear();
-    open = -1;
+    earlierEntries.clear();
   }
 }

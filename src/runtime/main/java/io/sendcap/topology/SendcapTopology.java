@@ -45,7 +45,7 @@ import org.apache.kafka.streams.state.Stores;
  * <p>Called the same way by the application and by {@code TopologyTestDriver} tests.
  */
 public final class SendcapTopology {
-  /** The changelogged store of each task's undecided sends, keyed by input offset. */
+  /** The changelogged store of where each task's undecided sends start (see PendingBuffer). */
   public static final String PENDING_STORE = "pending-sends";
 
   /** The global store of segment chunks waiting for their manifest. */
@@ -108,11 +108,14 @@ public final class SendcapTopology {
     if (suppressions instanceof ConfluentAvroSerde<Suppression> confluent) {
       confluent.schemaId(topics.suppressed());
     }
+    Deserializer<Decoded<ScheduledSend>> inputValues =
+        new RegistryRetryingDeserializer<>(keepingBodies(sends), registryOutage);
     Serde<Decoded<ScheduledSend>> input =
         Serdes.serdeFrom(
             (topic, send) ->
                 send == null ? null : sends.serializer().serialize(topic, send.record()),
-            new RegistryRetryingDeserializer<>(keepingBodies(sends), registryOutage));
+            inputValues);
+    InputReplay replay = new KafkaInputReplay(config, inputValues);
     StoreBuilder<?> pendingStore =
         Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore(PENDING_STORE), Serdes.Long(), Serdes.ByteArray())
@@ -131,7 +134,8 @@ public final class SendcapTopology {
                 backpressure,
                 undecided,
                 metrics,
-                PENDING_STORE);
+                PENDING_STORE,
+                replay);
           }
 
           @Override
@@ -182,7 +186,7 @@ public final class SendcapTopology {
 
   /**
    * The input's deserializer: each send decoded and, when it was written in sendcap's own schema,
-   * its Avro body kept for the buffer and the outputs to copy (with a serde of another kind, none).
+   * its Avro body kept for the outputs to copy (with a serde of another kind, none).
    */
   private static Deserializer<Decoded<ScheduledSend>> keepingBodies(Serde<ScheduledSend> sends) {
     if (sends instanceof SingleObjectAvroSerde<ScheduledSend> singleObject) {

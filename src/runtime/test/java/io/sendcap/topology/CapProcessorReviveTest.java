@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.config.LivePolicies;
 import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
@@ -18,6 +19,8 @@ import io.sendcap.limit.QuotaCounters;
 import io.sendcap.limit.SlidingLogModel;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.serde.Decoded;
+import io.sendcap.serde.SingleObjectAvroSerde;
+import io.sendcap.topology.InputReplay.Replayed;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -25,8 +28,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.errors.TaskCorruptedException;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.api.MockProcessorContext;
@@ -50,6 +58,14 @@ class CapProcessorReviveTest {
   private final CapProcessor processor = processor(() -> model);
 
   private CapProcessor processor(Supplier<CapStore> stores) {
+    return processor(
+        stores,
+        (partition, from, each) -> {
+          throw new AssertionError("a task restored from nothing read its input again");
+        });
+  }
+
+  private CapProcessor processor(Supplier<CapStore> stores, InputReplay replay) {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", "unused:9092");
     p.setProperty("cap.clock", "event");
@@ -70,11 +86,18 @@ class CapProcessorReviveTest {
         Backpressure.NONE,
         undecided,
         metrics,
-        SendcapTopology.PENDING_STORE);
+        SendcapTopology.PENDING_STORE,
+        replay);
   }
 
   /** A task's context over an empty buffer: the state as restored from a changelog of nothing. */
   private static MockProcessorContext<byte[], OutputRecord> freshTask() {
+    return restoredTask(List.of());
+  }
+
+  /** A task's context over a buffer restored with {@code entries}, as its last commit left them. */
+  private static MockProcessorContext<byte[], OutputRecord> restoredTask(
+      List<KeyValue<Long, byte[]>> entries) {
     MockProcessorContext<byte[], OutputRecord> context = new MockProcessorContext<>();
     context.setCurrentSystemTimeMs(T0.toEpochMilli());
     KeyValueStore<Long, byte[]> buffer =
@@ -85,20 +108,82 @@ class CapProcessorReviveTest {
             .withLoggingDisabled()
             .build();
     buffer.init(context.getStateStoreContext(), buffer);
+    buffer.putAll(entries);
     context.addStateStore(buffer);
     return context;
   }
 
+  /** What a task's buffer holds now, as its changelog would restore it after a commit now. */
+  private static List<KeyValue<Long, byte[]>> committed(
+      MockProcessorContext<byte[], OutputRecord> context) {
+    KeyValueStore<Long, byte[]> buffer = context.getStateStore(SendcapTopology.PENDING_STORE);
+    List<KeyValue<Long, byte[]>> entries = new ArrayList<>();
+    try (var all = buffer.all()) {
+      all.forEachRemaining(entries::add);
+    }
+    return entries;
+  }
+
+  /**
+   * A task's input partition: what it processed, by offset, and the offset it committed, up to
+   * which a restored task reads it again.
+   */
+  private static final class Input implements InputReplay {
+    final TreeMap<Long, Replayed> records = new TreeMap<>();
+    final List<Long> readFrom = new ArrayList<>();
+    long committed;
+
+    @Override
+    public void read(TopicPartition partition, long from, Consumer<Replayed> each) {
+      assertThat(partition).isEqualTo(new TopicPartition("campaign-sends", 0));
+      readFrom.add(from);
+      records.subMap(from, committed).values().forEach(each);
+    }
+
+    /**
+     * Processes the send of {@code offset}, scheduled at (and stamped) {@code at}, with the stream
+     * time Kafka Streams would give it: the newest timestamp of the partition, its own included.
+     */
+    void process(
+        CapProcessor processor,
+        MockProcessorContext<byte[], OutputRecord> context,
+        int offset,
+        Instant at) {
+      ScheduledSend send = send(offset, at);
+      records.put(
+          (long) offset,
+          new Replayed(
+              offset,
+              new byte[] {(byte) offset},
+              new Decoded<>(send, null),
+              at.toEpochMilli(),
+              new RecordHeaders()));
+      long streamTime =
+          records.headMap((long) offset, true).values().stream()
+              .mapToLong(Replayed::timestamp)
+              .max()
+              .orElseThrow();
+      context.setRecordMetadata("campaign-sends", 0, offset);
+      context.setCurrentStreamTimeMs(streamTime);
+      committed = offset + 1; // a commit may come after any record
+      processor.process(
+          new Record<>(new byte[] {(byte) offset}, new Decoded<>(send, null), at.toEpochMilli()));
+    }
+  }
+
+  private static ScheduledSend send(int offset, Instant at) {
+    return ScheduledSend.newBuilder()
+        .setMessageId("m" + offset)
+        .setCampaignId("c1")
+        .setUserId(offset)
+        .setChannel(Channel.EMAIL)
+        .setScheduledAt(at)
+        .build();
+  }
+
   private static void process(
       CapProcessor processor, MockProcessorContext<byte[], OutputRecord> context, int offset) {
-    ScheduledSend send =
-        ScheduledSend.newBuilder()
-            .setMessageId("m" + offset)
-            .setCampaignId("c1")
-            .setUserId(offset)
-            .setChannel(Channel.EMAIL)
-            .setScheduledAt(T0)
-            .build();
+    ScheduledSend send = send(offset, T0);
     context.setRecordMetadata("campaign-sends", 0, offset);
     context.setCurrentStreamTimeMs(T0.toEpochMilli());
     processor.process(
@@ -209,5 +294,100 @@ class CapProcessorReviveTest {
     try (var left = buffer.all()) {
       assertThat(left.hasNext()).as("entries left in the buffer").isFalse();
     }
+  }
+
+  /**
+   * A task that crashes keeps its sends in the input: the one that restores it reads them again
+   * from the mark and decides those the first had not. Whether a record read again was a send or a
+   * dead letter depends on the stream time it had when it was first processed (under {@code
+   * cap.clock=event} a send more than {@code cap.max-skew.ms}, 7 days, behind it is refused): not
+   * the stream time of the restored task, nor that of the records read again alone, but what the
+   * mark gives back.
+   */
+  @Test
+  void aTaskRestoredAfterACrashDecidesWhatTheFirstHadNotAndNothingElse() {
+    Input input = new Input();
+    CapProcessor first = processor(() -> model, input);
+    MockProcessorContext<byte[], OutputRecord> before = freshTask();
+    first.init(before);
+    input.process(first, before, 0, T0);
+    input.process(first, before, 1, day(9)); // the stream time moves on nine days
+    input.process(first, before, 2, day(3)); // six days behind it: a send
+    assertThatThrownBy(() -> input.process(first, before, 3, day(1)))
+        .as("a send eight days behind the stream time")
+        .isInstanceOf(InvalidSendException.class);
+    input.process(first, before, 4, day(3)); // batches of two: m0, m1 decided; m2, m4 in flight
+    input.process(first, before, 5, day(11)); // the stream time moves on again
+    assertThat(decided(before)).containsExactly("m0", "m1");
+
+    // the instance dies here, after a commit: its buffer and offset 6 are committed
+    CapProcessor second = processor(() -> model, input);
+    MockProcessorContext<byte[], OutputRecord> after = restoredTask(committed(before));
+    after.setCurrentStreamTimeMs(day(11).toEpochMilli()); // as Kafka Streams restores it
+    second.init(after);
+    assertThat(input.readFrom).as("read again from the oldest undecided send").containsExactly(2L);
+    assertThat(undecided.count()).as("sends read and not decided").isEqualTo(3 + 3);
+    long wall = T0.plus(Duration.ofDays(1)).toEpochMilli();
+    after.scheduledPunctuators().get(0).getPunctuator().punctuate(wall); // flushes 2, 4, 5
+    after.scheduledPunctuators().get(0).getPunctuator().punctuate(wall); // forwards them
+
+    assertThat(decided(after)).containsExactly("m2", "m4", "m5");
+    first.close();
+    assertThat(undecided.count()).as("sends read and not decided").isZero();
+    assertThat(committed(after)).as("the mark, once everything is decided").isEmpty();
+  }
+
+  private static Instant day(int days) {
+    return T0.plus(Duration.ofDays(days));
+  }
+
+  /**
+   * An earlier version kept each undecided send in the buffer: a task restored from what it left
+   * decides those sends, reads again only what came after them, and deletes their entries once they
+   * are decided.
+   */
+  @Test
+  void sendsAnEarlierVersionKeptInTheBufferAreDecidedOnceBesideThoseReadAgain() {
+    Input input = new Input();
+    List<KeyValue<Long, byte[]>> left = new ArrayList<>();
+    try (SingleObjectAvroSerde<PendingSend> serde =
+        new SingleObjectAvroSerde<>(PendingSend.class)) {
+      for (int offset = 0; offset <= 1; offset++) {
+        left.add(
+            KeyValue.pair(
+                (long) offset,
+                serde.encode(
+                    new PendingSend(
+                        null, T0.toEpochMilli(), "default", send(offset, T0), List.of()))));
+        input.records.put(
+            (long) offset,
+            new Replayed(
+                offset,
+                null,
+                new Decoded<>(send(offset, T0), null),
+                T0.toEpochMilli(),
+                new RecordHeaders()));
+      }
+    }
+    // the new version took over after offset 1 was committed, read 2 and 3, and crashed
+    CapProcessor upgraded = processor(() -> model, input);
+    MockProcessorContext<byte[], OutputRecord> first = restoredTask(left);
+    upgraded.init(first);
+    input.process(upgraded, first, 2, T0); // m0, m1 and m2 in flight
+    input.process(upgraded, first, 3, T0);
+    assertThat(decided(first)).isEmpty();
+
+    CapProcessor restored = processor(() -> model, input);
+    MockProcessorContext<byte[], OutputRecord> after = restoredTask(committed(first));
+    after.setCurrentStreamTimeMs(T0.toEpochMilli());
+    restored.init(after);
+    long wall = T0.plus(Duration.ofDays(1)).toEpochMilli();
+    for (int i = 0; i < 4; i++) {
+      after.scheduledPunctuators().get(0).getPunctuator().punctuate(wall);
+    }
+
+    assertThat(input.readFrom).containsExactly(2L);
+    assertThat(decided(after)).containsExactly("m0", "m1", "m2", "m3");
+    assertThat(committed(after)).as("entries left in the buffer").isEmpty();
   }
 }

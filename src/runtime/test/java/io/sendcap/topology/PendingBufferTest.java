@@ -1,17 +1,19 @@
 package io.sendcap.topology;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.internal.PendingSend;
 import io.sendcap.serde.SingleObjectAvroSerde;
+import java.nio.ByteBuffer;
 import java.time.Instant;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.TreeMap;
 import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.processor.api.MockProcessorContext;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -42,62 +44,59 @@ class PendingBufferTest {
     return new PendingSend(null, offset, "s", send, List.of());
   }
 
-  /** What a task restoring a copy of the store now would find. */
-  private static TreeMap<Long, PendingSend> restoredCopy(KeyValueStore<Long, byte[]> store) {
-    KeyValueStore<Long, byte[]> copy = store();
-    try (var all = store.all()) {
-      all.forEachRemaining(kv -> copy.put(kv.key, kv.value));
+  /** A chunk as the version before the mark wrote it: consecutive sends after a tag byte. */
+  private static byte[] chunk(SingleObjectAvroSerde<PendingSend> serde, long... offsets) {
+    ByteBuffer out = ByteBuffer.allocate(4096).put((byte) 0x01);
+    for (long offset : offsets) {
+      byte[] bytes = serde.encode(send(offset));
+      out.putLong(offset).putInt(bytes.length).put(bytes);
     }
-    return new PendingBuffer(copy).restore();
+    return Arrays.copyOf(out.array(), out.position());
   }
 
   @Test
-  void everySendIsInTheStoreAsSoonAsItIsAdded() {
+  void theMarkIsReadBackAsWrittenAndIsGoneOnceCleared() {
     KeyValueStore<Long, byte[]> store = store();
     PendingBuffer buffer = new PendingBuffer(store);
-    Map<Long, PendingSend> added = new TreeMap<>();
-    for (long offset = 100; offset < 100 + 2 * PendingBuffer.CHUNK_SENDS + 5; offset++) {
-      buffer.add(offset, send(offset), null);
-      added.put(offset, send(offset));
-      assertThat(restoredCopy(store)).isEqualTo(added);
-    }
-    assertThat(store.approximateNumEntries()).isEqualTo(3);
+    assertThat(buffer.mark()).as("a task that never held a send").isNull();
+
+    buffer.mark(new PendingBuffer.Mark(1_234_567, 1_790_000_000_123L));
+    assertThat(new PendingBuffer(store).mark())
+        .isEqualTo(new PendingBuffer.Mark(1_234_567, 1_790_000_000_123L));
+    assertThat(store.approximateNumEntries()).isEqualTo(1);
+
+    buffer.clearMark();
+    assertThat(new PendingBuffer(store).mark()).isNull();
+    assertThat(store.approximateNumEntries()).isZero();
   }
 
   @Test
-  void aBatchDropsItsChunksOnlyAndAnUndecidedOneGivesThemBack() {
-    KeyValueStore<Long, byte[]> store = store();
-    PendingBuffer buffer = new PendingBuffer(store);
-    for (long offset = 0; offset < 40; offset++) {
-      buffer.add(offset, send(offset), null);
-    }
-    List<Long> first = buffer.take();
-    assertThat(first).containsExactly(0L, 32L);
-    for (long offset = 40; offset < 45; offset++) {
-      buffer.add(offset, send(offset), null); // a new chunk: a batch's chunks hold its sends only
-    }
-    buffer.giveBack(first); // the limiter was unreachable: the first batch is pending again
-    List<Long> second = buffer.take();
-    assertThat(second).containsExactlyInAnyOrder(0L, 32L, 40L);
-    buffer.add(45, send(45), null);
-    buffer.drop(second);
-    assertThat(restoredCopy(store)).containsOnlyKeys(45L);
-  }
-
-  @Test
-  void entriesOfOneSendAsEarlierVersionsWroteThemAreRestoredBesideChunks() {
+  void sendsAnEarlierVersionKeptAreRestoredBesideTheMarkAndDroppedWithoutIt() {
     KeyValueStore<Long, byte[]> store = store();
     try (SingleObjectAvroSerde<PendingSend> serde =
         new SingleObjectAvroSerde<>(PendingSend.class)) {
-      store.put(7L, serde.encode(send(7)));
-      store.put(8L, serde.encode(send(8)));
+      store.put(3L, serde.encode(send(3))); // one send per entry, as the first versions wrote
+      store.put(4L, serde.encode(send(4)));
+      store.put(5L, chunk(serde, 5, 6, 7)); // chunks, as the version before the mark wrote
+      store.put(40L, chunk(serde, 40));
     }
     PendingBuffer buffer = new PendingBuffer(store);
-    assertThat(buffer.restore()).containsOnlyKeys(7L, 8L).containsEntry(8L, send(8));
-    buffer.add(9, send(9), null);
-    List<Long> all = new ArrayList<>(buffer.take());
-    assertThat(all).containsExactlyInAnyOrder(7L, 8L, 9L);
-    buffer.drop(all);
-    assertThat(restoredCopy(store)).isEmpty();
+    buffer.mark(new PendingBuffer.Mark(41, 0));
+
+    TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
+
+    assertThat(earlier).containsOnlyKeys(3L, 4L, 5L, 6L, 7L, 40L).containsEntry(6L, send(6));
+    buffer.dropEarlier();
+    assertThat(new PendingBuffer(store).restoreEarlier()).isEmpty();
+    assertThat(buffer.mark()).isEqualTo(new PendingBuffer.Mark(41, 0));
+  }
+
+  @Test
+  void anEntryThatIsNeitherASendNorAChunkIsRefusedNamingItsOffset() {
+    KeyValueStore<Long, byte[]> store = store();
+    store.put(9L, new byte[] {0x7f});
+    assertThatThrownBy(() -> new PendingBuffer(store).restoreEarlier())
+        .isInstanceOf(SerializationException.class)
+        .hasMessageContaining("at offset 9 is neither a chunk nor a send");
   }
 }
