@@ -50,14 +50,14 @@ public final class RedisConnector implements AutoCloseable {
       Delay.exponential(Duration.ofMillis(10), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS);
 
   /**
-   * How a cluster client follows a failover: at once when a node answers MOVED or ASK, or a
-   * connection keeps failing to reconnect (adaptive triggers, at most every 2 s), and every 30 s in
-   * any case. Without it, Lettuce keeps the topology it read at start, and the slots of a failed
-   * master stay routed to it after its replica was promoted.
+   * How a cluster client follows a failover: at once when a node answers MOVED or ASK, a connection
+   * keeps failing to reconnect, or a command finds its slot or node unknown (Lettuce 7's adaptive
+   * triggers, all on by default; at most every 2 s here), and every 30 s in any case. Without it,
+   * Lettuce keeps the topology it read at start, and the slots of a failed master stay routed to it
+   * after its replica was promoted.
    */
-  private static final ClusterTopologyRefreshOptions TOPOLOGY_REFRESH =
+  static final ClusterTopologyRefreshOptions TOPOLOGY_REFRESH =
       ClusterTopologyRefreshOptions.builder()
-          .enableAllAdaptiveRefreshTriggers()
           .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(2))
           .enablePeriodicRefresh(Duration.ofSeconds(30))
           .build();
