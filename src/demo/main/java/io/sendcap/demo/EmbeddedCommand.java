@@ -93,6 +93,18 @@ final class EmbeddedCommand implements Callable<Integer> {
               + " (--data-dir)");
     }
     Path secureDir = secure ? TempDirs.create("sendcap-secure-") : null;
+    try {
+      return serve(secureDir);
+    } catch (RuntimeException e) {
+      if (secureDir != null) {
+        TempDirs.delete(secureDir); // the shutdown hook that deletes it is not registered yet
+      }
+      throw e;
+    }
+  }
+
+  /** Starts the servers, prints how to reach them and serves until the JVM is stopped. */
+  private int serve(Path secureDir) throws InterruptedException {
     SecuredSetup secured = secure ? SecuredSetup.create(secureDir) : null;
     int redisTlsPort = secure ? FreePorts.orFree(redisPort, "--redis-port") : 0;
     // The registry is a child process: it starts while this JVM starts Redis and the broker.

@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sendcap.testing.Cli;
 import io.sendcap.testing.ForkedSendcap;
 import io.sendcap.testing.TopicReader;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -16,6 +19,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -179,5 +183,37 @@ class EmbeddedCommandIT {
 
   private static URI uri(int port, String path) {
     return URI.create("http://127.0.0.1:" + port + EmbeddedRegistry.CCOMPAT_PATH + path);
+  }
+
+  /**
+   * {@code --secure} makes its certificate and passwords in a temporary directory, deleted when
+   * {@code embedded} stops: a start that fails deletes it too, leaving no keystore or password
+   * behind.
+   */
+  @Test
+  void aSecureStartThatFailsLeavesNoCertificateOrPasswordBehind() throws Exception {
+    Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+    List<Path> before = secureDirs(tmp);
+    try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      Cli.Result failed =
+          Cli.run(
+              "embedded",
+              "--secure",
+              "--no-schema-registry",
+              "--redis-port",
+              String.valueOf(taken.getLocalPort()));
+
+      assertThat(failed.exit()).isNotZero();
+      assertThat(failed.err()).contains("(--redis-port) is in use");
+    }
+    assertThat(secureDirs(tmp)).as("the run's secured-setup directories").isEqualTo(before);
+  }
+
+  private static List<Path> secureDirs(Path tmp) throws IOException {
+    try (Stream<Path> all = Files.list(tmp)) {
+      return all.filter(p -> p.getFileName().toString().startsWith("sendcap-secure-"))
+          .sorted()
+          .toList();
+    }
   }
 }
