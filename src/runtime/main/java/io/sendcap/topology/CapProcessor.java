@@ -186,6 +186,7 @@ final class CapProcessor
     TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
     earlier.forEach((offset, entry) -> hold(offset, Held.earlier(entry)));
     earlierUntil = earlier.isEmpty() ? -1 : earlier.lastKey();
+    undecided.add(earlier.size());
     if (!earlier.isEmpty()) {
       LOG.info(
           "task {}: {} sends restored from an earlier version's buffer to decide",
@@ -196,7 +197,6 @@ final class CapProcessor
     if (marked != null) {
       readAgain(marked);
     }
-    undecided.add(pending.size());
     oldestPendingSince = context.currentSystemTimeMs();
     capStore = capStores.get();
     Duration maxWait = config.batch().maxWait();
@@ -260,24 +260,29 @@ final class CapProcessor
   private void readAgain(PendingBuffer.Mark mark) {
     int before = pending.size();
     long[] streamTime = {mark.streamTime()};
-    replay.read(
-        new TopicPartition(config.topics().input(), context.taskId().partition()),
-        mark.from(),
-        r -> {
-          streamTime[0] = Math.max(streamTime[0], r.timestamp());
-          if (pending.containsKey(r.offset())) {
-            return; // restored from an earlier version's buffer
-          }
-          ScheduledSend send = r.value() == null ? null : r.value().record();
-          try {
-            validator.check(send, r.timestamp(), streamTime[0]);
-          } catch (InvalidSendException e) {
-            return;
-          }
-          hold(
-              r.offset(),
-              held(r.key(), r.timestamp(), r.value(), r.headers().toArray(), streamTime[0]));
-        });
+    try {
+      replay.read(
+          new TopicPartition(config.topics().input(), context.taskId().partition()),
+          mark.from(),
+          r -> {
+            streamTime[0] = Math.max(streamTime[0], r.timestamp());
+            if (pending.containsKey(r.offset())) {
+              return; // restored from an earlier version's buffer
+            }
+            ScheduledSend send = r.value() == null ? null : r.value().record();
+            try {
+              validator.check(send, r.timestamp(), streamTime[0]);
+            } catch (InvalidSendException e) {
+              return;
+            }
+            hold(
+                r.offset(),
+                held(r.key(), r.timestamp(), r.value(), r.headers().toArray(), streamTime[0]));
+          });
+    } finally {
+      // counted as they are held, so that a task whose read fails halfway accounts for them
+      undecided.add(pending.size() - before);
+    }
     LOG.info(
         "task {}: {} undecided sends read again from offset {} of {}",
         context.taskId(),

@@ -35,6 +35,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.errors.StreamsException;
 import org.apache.kafka.streams.errors.TaskCorruptedException;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.api.MockProcessorContext;
@@ -335,6 +336,37 @@ class CapProcessorReviveTest {
     first.close();
     assertThat(undecided.count()).as("sends read and not decided").isZero();
     assertThat(committed(after)).as("the mark, once everything is decided").isEmpty();
+  }
+
+  /**
+   * Reading the input again can fail halfway (the broker gone, the registry unreachable): the task
+   * fails and Kafka Streams closes it, and the sends it held by then are counted until it does.
+   */
+  @Test
+  void aTaskWhoseReadingAgainFailsHalfwayAccountsForWhatItHeld() {
+    Input input = new Input();
+    CapProcessor first = processor(() -> model, input);
+    MockProcessorContext<byte[], OutputRecord> before = freshTask();
+    first.init(before);
+    for (int offset = 0; offset <= 2; offset++) {
+      input.process(first, before, offset, T0); // m0, m1 in flight, m2 pending
+    }
+    first.close();
+    assertThat(undecided.count()).isZero();
+
+    CapProcessor second =
+        processor(
+            () -> model,
+            (partition, from, each) -> {
+              each.accept(input.records.get(from));
+              throw new StreamsException("the broker is gone");
+            });
+    MockProcessorContext<byte[], OutputRecord> after = restoredTask(committed(before));
+    assertThatThrownBy(() -> second.init(after)).isInstanceOf(StreamsException.class);
+    assertThat(undecided.count()).as("the send read before the failure").isEqualTo(1);
+    second.close();
+
+    assertThat(undecided.count()).as("sends read and not decided").isZero();
   }
 
   private static Instant day(int days) {
