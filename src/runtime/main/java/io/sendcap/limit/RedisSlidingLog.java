@@ -202,20 +202,39 @@ public final class RedisSlidingLog implements CapStore {
   private void loadScript(Deadline deadline) {
     // With Redis Cluster, SCRIPT LOAD goes to every master over node connections that may open
     // only after flushCommands() returned; with auto-flush off it would wait there unsent.
+    autoFlushed(
+        "SCRIPT LOAD",
+        () -> {
+          for (RedisFuture<String> loaded : scriptLoads()) {
+            String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
+            if (!connector.sha().equals(sha)) {
+              throw new IllegalStateException(
+                  "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
+            }
+          }
+        });
+  }
+
+  /** Calls that wait for Redis's answers. */
+  @FunctionalInterface
+  private interface Awaited {
+    void run() throws ExecutionException, TimeoutException, InterruptedException;
+  }
+
+  /**
+   * Runs {@code calls} with auto-flush on, each command sent as it is queued, as the calls outside
+   * a batch need; Redis failing or not answering them makes the limiter unavailable for {@code
+   * what}.
+   */
+  private void autoFlushed(String what, Awaited calls) {
     connection.setAutoFlushCommands(true);
     try {
-      for (RedisFuture<String> loaded : scriptLoads()) {
-        String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
-        if (!connector.sha().equals(sha)) {
-          throw new IllegalStateException(
-              "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
-        }
-      }
+      calls.run();
     } catch (ExecutionException | TimeoutException e) {
-      throw unavailable("SCRIPT LOAD", e);
+      throw unavailable(what, e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw unavailable("SCRIPT LOAD", e);
+      throw unavailable(what, e);
     } finally {
       connection.setAutoFlushCommands(false);
     }
@@ -299,20 +318,14 @@ public final class RedisSlidingLog implements CapStore {
     if (waitReplicas == 0 || connection instanceof StatefulRedisClusterConnection<?, ?>) {
       return;
     }
-    connection.setAutoFlushCommands(true);
     RedisAsyncCommands<byte[], byte[]> master =
         ((StatefulRedisConnection<byte[], byte[]>) connection).async();
-    try {
-      master.role().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      master.waitForReplication(0, 0).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (ExecutionException | TimeoutException e) {
-      throw unavailable("ROLE or WAIT", e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw unavailable("ROLE or WAIT", e);
-    } finally {
-      connection.setAutoFlushCommands(false);
-    }
+    autoFlushed(
+        "ROLE or WAIT",
+        () -> {
+          master.role().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+          master.waitForReplication(0, 0).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        });
   }
 
   /**
