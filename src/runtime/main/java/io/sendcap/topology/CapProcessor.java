@@ -293,10 +293,10 @@ final class CapProcessor
 
   /**
    * Writes the buffer's mark when the oldest undecided send has changed, and deletes it when every
-   * send read is decided. Called after each send held and each batch forwarded; a send is written
-   * to the store before {@code process()} returns, so no commit can cover an undecided send that
-   * the mark does not. The sends restored from an earlier version's buffer are covered by it
-   * instead.
+   * send read is decided. Called after each send held and each batch forwarded: the mark covering a
+   * send is in the store before {@code process()} returns, so no commit can cover an undecided send
+   * that the mark does not. The sends restored from an earlier version's buffer are covered by its
+   * entries instead.
    */
   private void mark() {
     Map.Entry<Long, Held> oldest =
