@@ -92,7 +92,7 @@ final class FailoverBlast {
                     && s.getReason() == SuppressionReason.LIMITER_UNAVAILABLE);
     assertThat(app.state()).isEqualTo(KafkaStreams.State.RUNNING);
     assertThat(app.redis().scriptReloads())
-        .as("NOSCRIPT answered by the promoted replica, the script loaded again")
+        .as("the script loaded again on the promoted replica")
         .isPositive();
     if (waitReplicas > 0) {
       assertThat(app.redis().waitShortfalls())

@@ -11,12 +11,17 @@ import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedRedis;
+import io.sendcap.testing.GatedProxy;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -100,6 +105,8 @@ class RedisSlidingLogIT {
   void aBatchWaitsForRedisNoLongerThanItsDeadline() {
     long u = nextUser++;
     try (RedisSlidingLog log = connector.open()) {
+      log.decide(
+          List.of(send(nextUser++, "first", T0))); // a new log's first batch loads the script
       redisCli().clientPause(1_000); // longer than the deadline, not than cap.redis.timeout.ms
       CapStore.Pending late = log.submit(List.of(send(u, "a", T0)), Deadline.in(Duration.ZERO));
       assertThatThrownBy(late::await)
@@ -265,12 +272,110 @@ class RedisSlidingLogIT {
         RedisConnector c = RedisConnector.connect(settings(own.uri(), Duration.ofMillis(1)));
         RedisSlidingLog log = c.open()) {
       own.stop();
-      assertThatThrownBy(() -> log.decide(List.of(send(1, "a", T0))))
+      while (log.isConnected()) {
+        Thread.onSpinWait(); // until the client has seen the connection go
+      }
+      long calls = c.calls();
+      assertThatThrownBy(() -> log.decide(blast(1, 100, 1)))
           .isInstanceOf(LimiterUnavailableException.class)
           .hasMessageContaining(own.uri());
+      assertThat(c.calls() - calls).as("calls sent after a command was refused").isZero();
       own.restart();
       assertThat(awaitDecision(log, send(1, "a", T0)).outcome())
           .isEqualTo(Decision.Outcome.ALLOWED);
+    }
+  }
+
+  /**
+   * After a restart empties Redis's script cache, every connection finds the script gone, and the
+   * first to load it again loads it for all. A batch whose first calls Redis refused with NOSCRIPT
+   * before another connection's SCRIPT LOAD, and whose later calls it ran after, would decide those
+   * later sends first: each user's sends must still be decided in input order, as the model decides
+   * them. The proxy lets Redis read the batch's first calls only, until the other connection has
+   * loaded the script.
+   */
+  @Test
+  void afterARestartABatchIsDecidedInInputOrderWhileAnotherConnectionLoadsTheScript() {
+    try (EmbeddedRedis own = EmbeddedRedis.start();
+        GatedProxy proxy = GatedProxy.to(own.port());
+        RedisConnector viaProxy =
+            RedisConnector.connect(
+                settings("redis://127.0.0.1:" + proxy.port(), Duration.ofDays(1)));
+        RedisConnector other = RedisConnector.connect(settings(own.uri(), Duration.ofDays(1)));
+        RedisSlidingLog log = viaProxy.open();
+        RedisSlidingLog otherLog = other.open()) {
+      // both have decided a batch, and so loaded the script, before the restart
+      log.decide(blast(1_000, 1, 1));
+      otherLog.decide(blast(2_000, 1, 1));
+      own.stop();
+      own.restart();
+      awaitConnected(log, otherLog);
+      List<CapRequest> blast = blast(1, 200, 20);
+      RedisClient watcher = RedisClient.create(own.uri());
+      try (StatefulRedisConnection<String, String> watch = watcher.connect()) {
+        long refusedOrRun = scriptCallsSeen(watch.sync());
+        proxy.hold(20_000);
+        CapStore.Pending deciding = log.submit(blast);
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (scriptCallsSeen(watch.sync()) == refusedOrRun) {
+          assertThat(System.nanoTime()).as("EVALSHA seen within 30 s").isLessThan(deadline);
+        }
+        otherLog.loadScript();
+        proxy.release();
+        assertSameDecisions(deciding.await(), modelDecisions(blast), blast);
+      } finally {
+        watcher.shutdown();
+      }
+    }
+  }
+
+  /** {@code sends} sends to each of {@code users} users from {@code firstUser}, 2 hours apart. */
+  private static List<CapRequest> blast(long firstUser, int users, int sends) {
+    List<CapRequest> blast = new ArrayList<>();
+    for (int i = 0; i < sends; i++) {
+      for (long u = firstUser; u < firstUser + users; u++) {
+        blast.add(send(u, "m" + u + "-" + i, T0 + i * 2 * HOUR));
+      }
+    }
+    return blast;
+  }
+
+  private static List<Decision> modelDecisions(List<CapRequest> requests) {
+    SlidingLogModel model = new SlidingLogModel(Duration.ofDays(1));
+    return requests.stream().map(model::decide).toList();
+  }
+
+  /** Checks each decision against the model's, naming only the sends where they differ. */
+  private static void assertSameDecisions(
+      List<Decision> decided, List<Decision> model, List<CapRequest> requests) {
+    Map<String, String> differing = new TreeMap<>();
+    for (int i = 0; i < requests.size(); i++) {
+      String got = decided.get(i).outcome() + " " + decided.get(i).nextEligibleAt();
+      String expected = model.get(i).outcome() + " " + model.get(i).nextEligibleAt();
+      if (!got.equals(expected)) {
+        differing.put(requests.get(i).messageId(), "limiter: " + got + ", model: " + expected);
+      }
+    }
+    assertThat(differing).as("sends decided otherwise than the model decides them").isEmpty();
+  }
+
+  /** EVALSHA calls the server has run or refused since it started. */
+  private static long scriptCallsSeen(RedisCommands<String, String> redis) {
+    Matcher m =
+        Pattern.compile("cmdstat_evalsha:calls=(\\d+),.*,rejected_calls=(\\d+),failed_calls=(\\d+)")
+            .matcher(redis.info("commandstats"));
+    return m.find()
+        ? Long.parseLong(m.group(1)) + Long.parseLong(m.group(2)) + Long.parseLong(m.group(3))
+        : 0;
+  }
+
+  private static void awaitConnected(RedisSlidingLog... logs) {
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    for (RedisSlidingLog log : logs) {
+      while (!log.isConnected()) {
+        assertThat(System.nanoTime()).as("reconnected within 30 s").isLessThan(deadline);
+        Thread.onSpinWait();
+      }
     }
   }
 

@@ -1,7 +1,9 @@
 package io.sendcap.limit;
 
 import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisChannelHandler;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisConnectionStateListener;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SslOptions;
 import io.lettuce.core.TimeoutOptions;
@@ -26,6 +28,7 @@ import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -74,6 +77,15 @@ public final class RedisConnector implements AutoCloseable {
   private final LongAdder reloads = new LongAdder();
   private final LongAdder waitShortfalls = new LongAdder();
   private final Set<RedisSlidingLog> open = ConcurrentHashMap.newKeySet();
+
+  /**
+   * Connections of this client lost other than by closing them: a lost connection may come back to
+   * a server that no longer has the script (a restart, a failover). Counted when Lettuce sees the
+   * connection go, before it schedules the reconnect, so a log that reads this count before a batch
+   * sees every loss that happened before the batch's calls could go out on a new connection.
+   */
+  private final AtomicLong connectionsLost = new AtomicLong();
+
   private final Timer roundTrips;
 
   private RedisConnector(SendcapConfig.Limiter settings, MeterRegistry metrics) {
@@ -95,7 +107,9 @@ public final class RedisConnector implements AutoCloseable {
                 + " acknowledged (WAIT ended first, or the master had too few replicas to ask)")
         .register(metrics);
     FunctionCounter.builder("sendcap.redis.script.reloads", reloads, LongAdder::sum)
-        .description("Times a node answered NOSCRIPT and the script was loaded again")
+        .description(
+            "Times a task loaded the script again: ahead of its next batch after a connection was"
+                + " lost, or after a node answered NOSCRIPT")
         .register(metrics);
     this.resources = ClientResources.builder().reconnectDelay(RECONNECT_DELAY).build();
     this.script = readScript(SCRIPT);
@@ -124,6 +138,20 @@ public final class RedisConnector implements AutoCloseable {
               .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
               .sslOptions(sslOptions(settings))
               .build());
+    }
+    RedisConnectionStateListener losses =
+        new RedisConnectionStateListener() {
+          @Override
+          public void onRedisDisconnected(RedisChannelHandler<?, ?> connection) {
+            if (!connection.isClosed()) {
+              connectionsLost.incrementAndGet();
+            }
+          }
+        };
+    if (cluster != null) {
+      cluster.addListener(losses);
+    } else {
+      standalone.addListener(losses);
     }
   }
 
@@ -270,6 +298,11 @@ public final class RedisConnector implements AutoCloseable {
     return sha;
   }
 
+  /** Connections of this client lost so far, other than by closing them. */
+  long connectionsLost() {
+    return connectionsLost.get();
+  }
+
   Timer roundTrips() {
     return roundTrips;
   }
@@ -290,7 +323,10 @@ public final class RedisConnector implements AutoCloseable {
     return decisions.sum();
   }
 
-  /** Times a node answered NOSCRIPT and the script was loaded again. */
+  /**
+   * Times a task loaded the script again: ahead of its next batch after a connection was lost, or
+   * after a node answered NOSCRIPT.
+   */
   public long scriptReloads() {
     return reloads.sum();
   }

@@ -12,11 +12,14 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.Partitions;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.sendcap.config.SendcapConfig;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -34,8 +37,15 @@ import org.slf4j.LoggerFactory;
  * network round trip per Redis node. Keys are {@code PREFIX{USERID}}, or {@code PREFIX{TAG}USERID}
  * with {@code cap.redis.key-buckets} (see {@link UserKeys}): the hash tag keeps every key of one
  * user in one cluster slot, and buckets put many users' keys in one slot, so that a call on a
- * cluster decides many sends. If a node answers NOSCRIPT (script cache flushed, restart, failover),
- * the script is loaded again and the failed calls are retried once.
+ * cluster decides many sends.
+ *
+ * <p>Redis runs a connection's calls in order, and an EVALSHA it refuses with NOSCRIPT decides
+ * nothing: a batch whose first calls were refused and whose later calls ran, because another client
+ * loaded the script in between, would decide later sends of a user before earlier ones. So after a
+ * connection of the client was lost (the server may have restarted or failed over, and lost the
+ * script), the next batch of each log loads the script ahead of its calls, on the same connection.
+ * If a node still answers NOSCRIPT (its script cache flushed while connected), the script is loaded
+ * again and the refused calls are retried once.
  */
 public final class RedisSlidingLog implements CapStore {
   private static final Logger LOG = LoggerFactory.getLogger(RedisSlidingLog.class);
@@ -55,6 +65,13 @@ public final class RedisSlidingLog implements CapStore {
   private volatile int masterReplicas = UNKNOWN;
 
   private static final int UNKNOWN = Integer.MAX_VALUE;
+
+  /**
+   * The connector's count of lost connections when this log last loaded the script over its own
+   * connection; -1 before it first did. While it is behind, each batch loads the script ahead of
+   * its calls, so that Redis has it before the first call whoever else loads it meanwhile.
+   */
+  private long scriptLoadedAt = -1;
 
   RedisSlidingLog(StatefulConnection<byte[], byte[]> connection, RedisConnector connector) {
     this.connection = connection;
@@ -96,21 +113,41 @@ public final class RedisSlidingLog implements CapStore {
   @Override
   public Pending submit(List<CapRequest> requests, Deadline deadline) {
     Deadline answered = earlier(deadline, Deadline.in(timeout));
+    long lost = connector.connectionsLost();
+    List<RedisFuture<String>> loads = lost == scriptLoadedAt ? List.of() : scriptLoads();
     List<CallBuilder.Call> calls = builder.calls(requests);
     List<RedisFuture<List<Object>>> futures = new ArrayList<>(calls.size());
-    for (CallBuilder.Call call : calls) {
-      futures.add(send(call));
+    // a command done before the flush was refused, the connection being down: no later call may go
+    // out on the connection come back, to be decided before it
+    boolean refused = loads.stream().anyMatch(RedisFuture::isDone);
+    for (int i = 0; i < calls.size() && !refused; i++) {
+      RedisFuture<List<Object>> future = send(calls.get(i));
+      futures.add(future);
+      refused = future.isDone();
     }
+    List<CallBuilder.Call> sent = calls.subList(0, futures.size());
     List<RedisFuture<Long>> waits = queueWaits();
     long flushed = System.nanoTime();
-    flush(calls.size(), requests.size());
+    flush(sent.size(), requests.size());
     flushWaits();
     CompletableFuture.allOf(
             futures.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new))
         .whenComplete(
             (done, failed) ->
                 connector.roundTrips().record(System.nanoTime() - flushed, TimeUnit.NANOSECONDS));
-    return () -> collect(calls, futures, waits, requests.size(), answered);
+    return () -> {
+      if (!loads.isEmpty()) {
+        awaited("SCRIPT LOAD", () -> awaitLoads(loads, answered));
+        if (scriptLoadedAt >= 0) {
+          connector.recordReload();
+          LOG.debug(
+              "a connection to Redis at {} was lost; the script was loaded again ahead of a batch",
+              connector.settings().where());
+        }
+        scriptLoadedAt = lost;
+      }
+      return collect(sent, futures, waits, requests.size(), answered);
+    };
   }
 
   private Deadline earlier(Deadline given, Deadline own) {
@@ -125,13 +162,34 @@ public final class RedisSlidingLog implements CapStore {
       Deadline deadline) {
     Decision[] decisions = new Decision[size];
     List<CallBuilder.Call> noScript = new ArrayList<>();
+    Set<ByteBuffer> refusedKeys = null; // the keys of the calls refused with NOSCRIPT
+    int aheadOfRefused = 0;
     for (int i = 0; i < calls.size(); i++) {
       List<Object> reply = await(futures.get(i), deadline);
       if (reply == null) {
         noScript.add(calls.get(i));
+        if (refusedKeys == null) {
+          refusedKeys = new HashSet<>();
+        }
+        for (byte[] key : calls.get(i).script().keys()) {
+          refusedKeys.add(ByteBuffer.wrap(key));
+        }
       } else {
+        if (refusedKeys != null && sharesAKey(calls.get(i), refusedKeys)) {
+          aheadOfRefused += calls.get(i).requestIndexes().length;
+        }
         place(calls.get(i), reply, decisions);
       }
+    }
+    if (aheadOfRefused > 0) {
+      LOG.error(
+          "Redis at {} decided {} sends before earlier sends of the same users that it had refused"
+              + " with NOSCRIPT: its script cache was emptied while the batch was on its way"
+              + " (SCRIPT FLUSH, or a cluster node restarted during the batch) and another client"
+              + " loaded the script again. Those users' sends are not decided in input order; no"
+              + " window holds more than its cap.",
+          connector.settings().where(),
+          aheadOfRefused);
     }
     awaitWaits(waits, deadline);
     if (!noScript.isEmpty()) {
@@ -142,6 +200,15 @@ public final class RedisSlidingLog implements CapStore {
       awaitWaits(again, deadline);
     }
     return Arrays.asList(decisions);
+  }
+
+  private static boolean sharesAKey(CallBuilder.Call call, Set<ByteBuffer> keys) {
+    for (byte[] key : call.script().keys()) {
+      if (keys.contains(ByteBuffer.wrap(key))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The script calls that decide {@code requests}, as this log would send them. */
@@ -200,19 +267,22 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   private void loadScript(Deadline deadline) {
+    long lost = connector.connectionsLost();
     // With Redis Cluster, SCRIPT LOAD goes to every master over node connections that may open
     // only after flushCommands() returned; with auto-flush off it would wait there unsent.
-    autoFlushed(
-        "SCRIPT LOAD",
-        () -> {
-          for (RedisFuture<String> loaded : scriptLoads()) {
-            String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
-            if (!connector.sha().equals(sha)) {
-              throw new IllegalStateException(
-                  "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
-            }
-          }
-        });
+    autoFlushed("SCRIPT LOAD", () -> awaitLoads(scriptLoads(), deadline));
+    scriptLoadedAt = lost;
+  }
+
+  private void awaitLoads(List<RedisFuture<String>> loads, Deadline deadline)
+      throws ExecutionException, TimeoutException, InterruptedException {
+    for (RedisFuture<String> loaded : loads) {
+      String sha = loaded.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
+      if (!connector.sha().equals(sha)) {
+        throw new IllegalStateException(
+            "Redis returned SHA " + sha + " for the script, expected " + connector.sha());
+      }
+    }
   }
 
   /** Calls that wait for Redis's answers. */
@@ -229,14 +299,21 @@ public final class RedisSlidingLog implements CapStore {
   private void autoFlushed(String what, Awaited calls) {
     connection.setAutoFlushCommands(true);
     try {
+      awaited(what, calls);
+    } finally {
+      connection.setAutoFlushCommands(false);
+    }
+  }
+
+  /** Runs {@code calls}; Redis failing or not answering them makes the limiter unavailable. */
+  private void awaited(String what, Awaited calls) {
+    try {
       calls.run();
     } catch (ExecutionException | TimeoutException e) {
       throw unavailable(what, e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw unavailable(what, e);
-    } finally {
-      connection.setAutoFlushCommands(false);
     }
   }
 
