@@ -140,8 +140,9 @@ public final class RedisSlidingLog implements CapStore {
         awaited("SCRIPT LOAD", () -> awaitLoads(loads, answered));
         if (scriptLoadedAt >= 0) {
           connector.recordReload();
-          LOG.debug(
-              "a connection to Redis at {} was lost; the script was loaded again ahead of a batch",
+          LOG.info(
+              "a connection to Redis at {} was lost; the script was loaded again ahead of a"
+                  + " batch, so that Redis has it before the batch's first call",
               connector.settings().where());
         }
         scriptLoadedAt = lost;
@@ -446,6 +447,8 @@ public final class RedisSlidingLog implements CapStore {
   /**
    * SCRIPT LOAD on the server, or on every cluster master that serves slots (the cluster client's
    * own broadcast also tries a failed master that a promoted replica replaced, and fails).
+   *
+   * @throws LimiterUnavailableException if a master's connection cannot be opened
    */
   @SuppressWarnings("unchecked")
   private List<RedisFuture<String>> scriptLoads() {
@@ -453,14 +456,18 @@ public final class RedisSlidingLog implements CapStore {
       StatefulRedisClusterConnection<byte[], byte[]> cluster =
           (StatefulRedisClusterConnection<byte[], byte[]>) c;
       List<RedisFuture<String>> loads = new ArrayList<>();
-      for (RedisClusterNode node : cluster.getPartitions()) {
-        if (RedisConnector.serving(node)) {
-          loads.add(
-              cluster
-                  .getConnection(node.getUri().getHost(), node.getUri().getPort())
-                  .async()
-                  .scriptLoad(connector.script()));
+      try {
+        for (RedisClusterNode node : cluster.getPartitions()) {
+          if (RedisConnector.serving(node)) {
+            loads.add(
+                cluster
+                    .getConnection(node.getUri().getHost(), node.getUri().getPort())
+                    .async()
+                    .scriptLoad(connector.script()));
+          }
         }
+      } catch (RedisException e) {
+        throw unavailable("SCRIPT LOAD", e);
       }
       return loads;
     }
