@@ -3,6 +3,8 @@ package io.sendcap.app;
 import static io.sendcap.app.FailoverBlast.USERS;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
 import io.sendcap.embedded.EmbeddedRedisCluster;
 import io.sendcap.testing.TestKafka;
 import java.io.IOException;
@@ -75,7 +77,17 @@ class RedisFailoverIT {
               () -> {
                 cluster.kill(0);
                 cluster.awaitPromoted(3);
-              });
+              },
+              sha -> hasScript(cluster.uris().get(3), sha));
+    }
+  }
+
+  private static boolean hasScript(String nodeUri, String sha) {
+    RedisClient client = RedisClient.create(nodeUri);
+    try (StatefulRedisConnection<String, String> node = client.connect()) {
+      return node.sync().scriptExists(sha).get(0);
+    } finally {
+      client.shutdown();
     }
   }
 }

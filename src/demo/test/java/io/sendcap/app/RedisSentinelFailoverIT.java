@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sendcap.embedded.EmbeddedRedisSentinel;
 import io.sendcap.testing.TestKafka;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -66,6 +67,14 @@ class RedisSentinelFailoverIT {
     assertThat(above).as("users above a cap after the failover, with WAIT").isEmpty();
   }
 
+  private static boolean scriptExists(EmbeddedRedisSentinel redis, String sha) {
+    try {
+      return redis.call(1, "SCRIPT", "EXISTS", sha).equals("1");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   /** Runs the blast on a Sentinel-managed master, killed and replaced by its replica. */
   private Map<Long, String> failover(String name, int waitReplicas) throws Exception {
     try (EmbeddedRedisSentinel redis = EmbeddedRedisSentinel.start(SENTINELS)) {
@@ -79,7 +88,8 @@ class RedisSentinelFailoverIT {
               () -> {
                 redis.kill(0);
                 redis.awaitPromoted(1);
-              });
+              },
+              sha -> scriptExists(redis, sha));
     }
   }
 }
