@@ -314,7 +314,8 @@ class RedisSlidingLogIT {
       RedisClient watcher = RedisClient.create(own.uri());
       try (StatefulRedisConnection<String, String> watch = watcher.connect()) {
         long refusedOrRun = scriptCallsSeen(watch.sync());
-        proxy.hold(20_000);
+        // the script, should the log load it ahead of its calls, and its first few calls
+        proxy.hold(viaProxy.script().length + 20_000L);
         CapStore.Pending deciding = log.submit(blast);
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (scriptCallsSeen(watch.sync()) == refusedOrRun) {
