@@ -481,19 +481,12 @@ public final class RedisSlidingLog implements CapStore {
    * @throws LimiterUnavailableException if Redis refuses or does not answer
    */
   void callScriptWithNoSends() {
-    connection.setAutoFlushCommands(true);
-    try {
-      scripting
-          .evalsha(connector.sha(), ScriptOutputType.MULTI, new byte[0][], NO_SENDS_ARGS)
-          .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (ExecutionException | TimeoutException e) {
-      throw unavailable("EVALSHA", e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw unavailable("EVALSHA", e);
-    } finally {
-      connection.setAutoFlushCommands(false);
-    }
+    autoFlushed(
+        "EVALSHA",
+        () ->
+            scripting
+                .evalsha(connector.sha(), ScriptOutputType.MULTI, new byte[0][], NO_SENDS_ARGS)
+                .get(timeout.toMillis(), TimeUnit.MILLISECONDS));
   }
 
   /** The script's arguments for no sends: where the first send's would start, and a time floor. */
