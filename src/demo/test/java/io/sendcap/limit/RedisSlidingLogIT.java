@@ -272,9 +272,7 @@ class RedisSlidingLogIT {
         RedisConnector c = RedisConnector.connect(settings(own.uri(), Duration.ofMillis(1)));
         RedisSlidingLog log = c.open()) {
       own.stop();
-      while (log.isConnected()) {
-        Thread.onSpinWait(); // until the client has seen the connection go
-      }
+      awaitConnected(false, log); // until the client has seen the connection go
       long calls = c.calls();
       assertThatThrownBy(() -> log.decide(blast(1, 100, 1)))
           .isInstanceOf(LimiterUnavailableException.class)
@@ -309,7 +307,7 @@ class RedisSlidingLogIT {
       otherLog.decide(blast(2_000, 1, 1));
       own.stop();
       own.restart();
-      awaitConnected(log, otherLog);
+      awaitConnected(true, log, otherLog);
       List<CapRequest> blast = blast(1, 200, 20);
       RedisClient watcher = RedisClient.create(own.uri());
       try (StatefulRedisConnection<String, String> watch = watcher.connect()) {
@@ -370,11 +368,14 @@ class RedisSlidingLogIT {
         : 0;
   }
 
-  private static void awaitConnected(RedisSlidingLog... logs) {
+  /** Waits up to 30 s until each log's connection is up, or down. */
+  private static void awaitConnected(boolean up, RedisSlidingLog... logs) {
     long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
     for (RedisSlidingLog log : logs) {
-      while (!log.isConnected()) {
-        assertThat(System.nanoTime()).as("reconnected within 30 s").isLessThan(deadline);
+      while (log.isConnected() != up) {
+        assertThat(System.nanoTime())
+            .as(up ? "reconnected within 30 s" : "disconnected within 30 s")
+            .isLessThan(deadline);
         Thread.onSpinWait();
       }
     }
