@@ -1,9 +1,12 @@
 package io.sendcap.testing;
 
+import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 
@@ -44,10 +47,12 @@ public final class TestKafka implements AutoCloseable {
   }
 
   /**
-   * Creates topics of {@code partitions} partitions and one replica each, and returns once they
-   * exist.
+   * Creates topics of {@code partitions} partitions and one replica each, and returns once the
+   * broker serves every partition: the controller answers the creation before the broker's metadata
+   * has the topics, and a client that asks the broker meanwhile is told they do not exist.
    *
-   * @throws IllegalStateException if a topic cannot be created, e.g. because it already exists
+   * @throws IllegalStateException if a topic cannot be created, e.g. because it already exists, or
+   *     the broker does not serve it within 30 s
    */
   public void createTopics(int partitions, String... names) {
     try (Admin admin = cluster.admin()) {
@@ -56,8 +61,37 @@ public final class TestKafka implements AutoCloseable {
               Arrays.stream(names).map(name -> new NewTopic(name, partitions, (short) 1)).toList())
           .all()
           .get();
+      long deadline = System.nanoTime() + TOPICS_SERVED.toNanos();
+      while (!served(admin, partitions, names)) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException(
+              "the broker does not serve topics "
+                  + Arrays.toString(names)
+                  + " after "
+                  + TOPICS_SERVED);
+        }
+      }
     } catch (ExecutionException | InterruptedException e) {
       throw failure("Could not create topics " + Arrays.toString(names), e);
+    }
+  }
+
+  private static final Duration TOPICS_SERVED = Duration.ofSeconds(30);
+
+  /** Whether the broker's metadata has every partition of the topics, each with a leader. */
+  private static boolean served(Admin admin, int partitions, String... names)
+      throws InterruptedException {
+    try {
+      return admin.describeTopics(List.of(names)).allTopicNames().get().values().stream()
+          .allMatch(
+              t ->
+                  t.partitions().size() == partitions
+                      && t.partitions().stream().allMatch(p -> p.leader() != null));
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+        return false;
+      }
+      throw failure("Could not describe topics " + Arrays.toString(names), e);
     }
   }
 
