@@ -66,9 +66,27 @@ final class LimiterBench {
   }
 
   /**
-   * A script driven at the server's saturation: decisions per second and Redis CPU per decision.
+   * A script driven at the server's saturation: the decisions per second measured, and Redis CPU
+   * per decision over the same run.
+   *
+   * <p>The ceiling itself is the server's capacity for that script, {@link #perS()}: Redis decides
+   * on one thread, so it cannot make more decisions in a second than one second of its CPU pays
+   * for. Measured throughput alone is no bound: a client that keeps Redis busy every moment reaches
+   * the same figure, give or take the machine's noise, and the lower of two equal figures is a coin
+   * toss. The saturating run still has to saturate: {@link #redisBusy()} says how much of the run's
+   * time Redis spent deciding.
    */
-  record Ceiling(double perS, double redisCpuMicros) {}
+  record Ceiling(double measuredPerS, double redisCpuMicros) {
+    /** Decisions per second of Redis CPU: what the server can do at most with this script. */
+    double perS() {
+      return 1e6 / redisCpuMicros;
+    }
+
+    /** The share of the saturating run's time that Redis was on the CPU, 1.0 when saturated. */
+    double redisBusy() {
+      return measuredPerS / perS();
+    }
+  }
 
   static final Policy POLICY =
       new Policy(
