@@ -283,8 +283,8 @@ class SendcapConfigTest {
 
     assertThat(e.problems())
         .containsExactly(
-            "cap.redis.timeout.ms=\"5000\" is invalid: at most 4950: a flush may wait twice this"
-                + " for Redis, which with commit.interval.ms=100 must stay below the producer's"
+            "cap.redis.timeout.ms=\"5000\" is invalid: at most 4500: a flush may wait twice this"
+                + " for Redis, which with commit.interval.ms=1000 must stay below the producer's"
                 + " transaction.timeout.ms=10000 under exactly_once_v2 (raise"
                 + " producer.transaction.timeout.ms, up to the broker's"
                 + " transaction.max.timeout.ms, to allow more)");
