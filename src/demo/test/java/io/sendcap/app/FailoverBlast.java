@@ -74,7 +74,7 @@ final class FailoverBlast {
         TopicReader reader =
             new TopicReader(kafka.bootstrapServers(), deliveries, suppressed, dlq)) {
       CapScenario.produce(kafka.bootstrapServers(), input);
-      reader.awaitRecords(BEFORE, Duration.ofMinutes(1));
+      awaitDecided(app, BEFORE, Duration.ofMinutes(1));
       failover.run();
 
       List<CapScenario.Outcome> outcomes =
@@ -86,6 +86,23 @@ final class FailoverBlast {
           .as("the script loaded on the promoted replica, which Redis does not replicate it to")
           .isTrue();
       return scenario.usersAboveACap(outcomes);
+    }
+  }
+
+  /**
+   * Waits until the application's limiter has decided {@code count} sends. Its own count rather
+   * than the outputs: those become visible at commits, a second apart by default, by when the whole
+   * blast may be decided and the failover would come after it rather than in its middle.
+   */
+  private static void awaitDecided(SendcapApp app, long count, Duration timeout)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (app.redis().decisions() < count) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError(
+            app.redis().decisions() + " sends decided within " + timeout + ", not " + count);
+      }
+      Thread.sleep(1);
     }
   }
 
