@@ -12,6 +12,7 @@ import io.sendcap.limit.CapStore;
 import io.sendcap.limit.Decision;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.limit.RedisSlidingLog;
+import io.sendcap.limit.Resp;
 import io.sendcap.limit.ScriptCall;
 import java.io.IOException;
 import java.io.InputStream;
@@ -388,7 +389,7 @@ final class LimiterBench {
     command.add(ascii(Integer.toString(keys.length)));
     command.addAll(Arrays.asList(keys));
     command.addAll(Arrays.asList(args));
-    return RawPipeline.encode(command);
+    return Resp.command(command);
   }
 
   private static double rate(int count, long startNanos) {

@@ -2,7 +2,6 @@ package io.sendcap.bench;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -10,7 +9,6 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -33,25 +31,6 @@ final class RawPipeline implements AutoCloseable {
     socket.setTcpNoDelay(true);
     out = new BufferedOutputStream(socket.getOutputStream(), 1 << 16);
     in = new BufferedInputStream(socket.getInputStream(), 1 << 16);
-  }
-
-  /** Encodes one command as a RESP array of bulk strings. */
-  static byte[] encode(List<byte[]> args) {
-    ByteArrayOutputStream b = new ByteArrayOutputStream();
-    writeLine(b, "*" + args.size());
-    for (byte[] arg : args) {
-      writeLine(b, "$" + arg.length);
-      b.writeBytes(arg);
-      b.writeBytes(CRLF);
-    }
-    return b.toByteArray();
-  }
-
-  private static final byte[] CRLF = {'\r', '\n'};
-
-  private static void writeLine(ByteArrayOutputStream b, String line) {
-    b.writeBytes(line.getBytes(StandardCharsets.US_ASCII));
-    b.writeBytes(CRLF);
   }
 
   /**

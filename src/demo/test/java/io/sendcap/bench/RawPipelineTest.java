@@ -8,21 +8,11 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class RawPipelineTest {
   private static InputStream replies(String text) {
     return new ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8));
-  }
-
-  @Test
-  void commandsAreEncodedAsArraysOfBulkStrings() {
-    byte[] encoded =
-        RawPipeline.encode(
-            List.of("EVALSHA".getBytes(StandardCharsets.UTF_8), new byte[] {0, '\r', '\n'}));
-    assertThat(new String(encoded, StandardCharsets.ISO_8859_1))
-        .isEqualTo("*2\r\n$7\r\nEVALSHA\r\n$3\r\n\0\r\n\r\n");
   }
 
   @Test

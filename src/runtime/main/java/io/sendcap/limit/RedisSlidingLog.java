@@ -6,11 +6,15 @@ import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.BaseRedisAsyncCommands;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.Partitions;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.output.NestedMultiOutput;
+import io.lettuce.core.protocol.CommandType;
 import io.sendcap.config.SendcapConfig;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -52,6 +56,8 @@ public final class RedisSlidingLog implements CapStore {
 
   private final StatefulConnection<byte[], byte[]> connection;
   private final RedisScriptingAsyncCommands<byte[], byte[]> scripting;
+  private final BaseRedisAsyncCommands<byte[], byte[]> commands;
+  private final byte[] sha;
   private final RedisConnector connector;
   private final Duration timeout;
   private final CallBuilder builder;
@@ -86,6 +92,8 @@ public final class RedisSlidingLog implements CapStore {
             settings.sendsPerCall(),
             settings.cluster());
     this.scripting = scripting(connection);
+    this.commands = (BaseRedisAsyncCommands<byte[], byte[]>) scripting;
+    this.sha = connector.sha().getBytes(StandardCharsets.US_ASCII);
     this.waitReplicas = settings.waitReplicas();
     this.waitTimeoutMs = settings.waitTimeout().toMillis();
     connection.setAutoFlushCommands(false);
@@ -242,8 +250,11 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   private RedisFuture<List<Object>> send(CallBuilder.Call call) {
-    ScriptCall script = call.script();
-    return scripting.evalsha(connector.sha(), ScriptOutputType.MULTI, script.keys(), script.args());
+    // what scripting.evalsha(sha, MULTI, keys, args) sends, its arguments written in one piece
+    return commands.dispatch(
+        CommandType.EVALSHA,
+        new NestedMultiOutput<>(ByteArrayCodec.INSTANCE),
+        new EvalShaArgs(sha, call.script()));
   }
 
   /** Puts the decisions of one call's reply where their requests are. */
