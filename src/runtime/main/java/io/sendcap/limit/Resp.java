@@ -46,10 +46,16 @@ public final class Resp {
     return at + 2;
   }
 
+  /** The decimal digits of a length: most arguments are a few bytes long. */
   private static int digits(int n) {
-    int d = 1;
-    while (n >= 10) {
-      n /= 10;
+    if (n < 10) {
+      return 1;
+    }
+    if (n < 100) {
+      return 2;
+    }
+    int d = 3;
+    for (int bound = 1000; n >= bound && d < 10; bound *= 10) {
       d++;
     }
     return d;
