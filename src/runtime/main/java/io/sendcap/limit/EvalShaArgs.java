@@ -12,13 +12,12 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>Lettuce writes each argument of a command on its own, and a call of sixteen sends has about
  * seventy: its I/O thread spent more time in that than in anything else. This lays the arguments
- * out once, as RESP bulk strings in one array, when Lettuce first encodes the command (on its I/O
- * thread, and again as it is, should a cluster redirect it), and writes that array in one copy.
+ * out as RESP bulk strings in one array when Lettuce encodes the command (on its I/O thread; again,
+ * on another node's, should a cluster redirect it) and writes that array in one copy.
  */
 final class EvalShaArgs extends CommandArgs<byte[], byte[]> {
   private final byte[] sha;
   private final ScriptCall call;
-  private byte[] encoded;
 
   EvalShaArgs(byte[] sha, ScriptCall call) {
     super(ByteArrayCodec.INSTANCE);
@@ -37,10 +36,7 @@ final class EvalShaArgs extends CommandArgs<byte[], byte[]> {
 
   @Override
   public void encode(ByteBuf buf) {
-    if (encoded == null) {
-      encoded = encode(sha, call);
-    }
-    buf.writeBytes(encoded);
+    buf.writeBytes(encode(sha, call));
   }
 
   /** The first key, for a cluster connection to find the call's slot; null when there is none. */

@@ -6,10 +6,9 @@ import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.BaseRedisAsyncCommands;
 import io.lettuce.core.api.async.RedisAsyncCommands;
-import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.models.partitions.Partitions;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
@@ -55,8 +54,7 @@ public final class RedisSlidingLog implements CapStore {
   private static final Logger LOG = LoggerFactory.getLogger(RedisSlidingLog.class);
 
   private final StatefulConnection<byte[], byte[]> connection;
-  private final RedisScriptingAsyncCommands<byte[], byte[]> scripting;
-  private final BaseRedisAsyncCommands<byte[], byte[]> commands;
+  private final RedisClusterAsyncCommands<byte[], byte[]> scripting;
   private final byte[] sha;
   private final RedisConnector connector;
   private final Duration timeout;
@@ -92,7 +90,6 @@ public final class RedisSlidingLog implements CapStore {
             settings.sendsPerCall(),
             settings.cluster());
     this.scripting = scripting(connection);
-    this.commands = (BaseRedisAsyncCommands<byte[], byte[]>) scripting;
     this.sha = connector.sha().getBytes(StandardCharsets.US_ASCII);
     this.waitReplicas = settings.waitReplicas();
     this.waitTimeoutMs = settings.waitTimeout().toMillis();
@@ -100,7 +97,7 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   @SuppressWarnings("unchecked")
-  private static RedisScriptingAsyncCommands<byte[], byte[]> scripting(
+  private static RedisClusterAsyncCommands<byte[], byte[]> scripting(
       StatefulConnection<byte[], byte[]> connection) {
     if (connection instanceof StatefulRedisClusterConnection<?, ?> cluster) {
       return ((StatefulRedisClusterConnection<byte[], byte[]>) cluster).async();
@@ -251,7 +248,7 @@ public final class RedisSlidingLog implements CapStore {
 
   private RedisFuture<List<Object>> send(CallBuilder.Call call) {
     // what scripting.evalsha(sha, MULTI, keys, args) sends, its arguments written in one piece
-    return commands.dispatch(
+    return scripting.dispatch(
         CommandType.EVALSHA,
         new NestedMultiOutput<>(ByteArrayCodec.INSTANCE),
         new EvalShaArgs(sha, call.script()));

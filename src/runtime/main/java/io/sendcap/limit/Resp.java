@@ -1,5 +1,6 @@
 package io.sendcap.limit;
 
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /** Redis's wire protocol (RESP), as far as sendcap writes it by hand: commands of bulk strings. */
@@ -8,7 +9,7 @@ public final class Resp {
 
   /** One command as a RESP array of bulk strings, as {@code redis-cli} or any client sends it. */
   public static byte[] command(List<byte[]> args) {
-    byte[] count = Long.toString(args.size()).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    byte[] count = Long.toString(args.size()).getBytes(StandardCharsets.US_ASCII);
     int size = 1 + count.length + 2;
     for (byte[] arg : args) {
       size += bulkStringSize(arg);
