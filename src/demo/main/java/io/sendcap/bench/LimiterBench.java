@@ -21,7 +21,6 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Properties;
 import java.util.SplittableRandom;
@@ -383,13 +382,10 @@ final class LimiterBench {
   }
 
   private static byte[] evalsha(String sha, byte[][] keys, byte[][] args) {
-    List<byte[]> command = new ArrayList<>();
-    command.add(ascii("EVALSHA"));
-    command.add(ascii(sha));
-    command.add(ascii(Integer.toString(keys.length)));
-    command.addAll(Arrays.asList(keys));
-    command.addAll(Arrays.asList(args));
-    return Resp.command(command);
+    return Resp.command(
+        new byte[][] {ascii("EVALSHA"), ascii(sha), ascii(Integer.toString(keys.length))},
+        keys,
+        args);
   }
 
   private static double rate(int count, long startNanos) {

@@ -25,10 +25,6 @@ final class EvalShaArgs extends CommandArgs<byte[], byte[]> {
     this.call = call;
   }
 
-  ScriptCall call() {
-    return call;
-  }
-
   @Override
   public int count() {
     return 2 + call.keys().length + call.args().length;
@@ -62,23 +58,7 @@ final class EvalShaArgs extends CommandArgs<byte[], byte[]> {
 
   /** The digest, the number of keys, the keys and the arguments as consecutive bulk strings. */
   static byte[] encode(byte[] sha, ScriptCall call) {
-    byte[] keyCount = Long.toString(call.keys().length).getBytes(StandardCharsets.US_ASCII);
-    int size = Resp.bulkStringSize(sha) + Resp.bulkStringSize(keyCount);
-    for (byte[] key : call.keys()) {
-      size += Resp.bulkStringSize(key);
-    }
-    for (byte[] arg : call.args()) {
-      size += Resp.bulkStringSize(arg);
-    }
-    byte[] out = new byte[size];
-    int at = Resp.putBulkString(out, 0, sha);
-    at = Resp.putBulkString(out, at, keyCount);
-    for (byte[] key : call.keys()) {
-      at = Resp.putBulkString(out, at, key);
-    }
-    for (byte[] arg : call.args()) {
-      at = Resp.putBulkString(out, at, arg);
-    }
-    return out;
+    byte[] keyCount = Integer.toString(call.keys().length).getBytes(StandardCharsets.US_ASCII);
+    return Resp.bulkStrings(new byte[][] {sha, keyCount}, call.keys(), call.args());
   }
 }

@@ -1,36 +1,48 @@
 package io.sendcap.limit;
 
 import java.nio.charset.StandardCharsets;
-import java.util.List;
+import java.util.Arrays;
 
 /** Redis's wire protocol (RESP), as far as sendcap writes it by hand: commands of bulk strings. */
 public final class Resp {
   private Resp() {}
 
-  /** One command as a RESP array of bulk strings, as {@code redis-cli} or any client sends it. */
-  public static byte[] command(List<byte[]> args) {
-    byte[] count = Long.toString(args.size()).getBytes(StandardCharsets.US_ASCII);
-    int size = 1 + count.length + 2;
-    for (byte[] arg : args) {
-      size += bulkStringSize(arg);
+  /**
+   * One command as a RESP array of bulk strings, as {@code redis-cli} or any client sends it: the
+   * values of {@code parts}, in order.
+   */
+  public static byte[] command(byte[][]... parts) {
+    return strings(true, parts);
+  }
+
+  /** The values of {@code parts} as consecutive bulk strings, without the array's header. */
+  static byte[] bulkStrings(byte[][]... parts) {
+    return strings(false, parts);
+  }
+
+  private static byte[] strings(boolean asArray, byte[][]... parts) {
+    int count = 0;
+    int size = 0;
+    for (byte[][] part : parts) {
+      for (byte[] value : part) {
+        count++;
+        size += 1 + digits(value.length) + 2 + value.length + 2;
+      }
     }
-    byte[] out = new byte[size];
-    out[0] = '*';
-    System.arraycopy(count, 0, out, 1, count.length);
-    int at = crlf(out, 1 + count.length);
-    for (byte[] arg : args) {
-      at = putBulkString(out, at, arg);
+    byte[] header =
+        asArray ? ("*" + count + "\r\n").getBytes(StandardCharsets.US_ASCII) : new byte[0];
+    byte[] out = Arrays.copyOf(header, header.length + size);
+    int at = header.length;
+    for (byte[][] part : parts) {
+      for (byte[] value : part) {
+        at = putBulkString(out, at, value);
+      }
     }
     return out;
   }
 
-  /** The bytes of {@code value} as a bulk string: {@code $<length>\r\n<value>\r\n}. */
-  static int bulkStringSize(byte[] value) {
-    return 1 + digits(value.length) + 2 + value.length + 2;
-  }
-
   /** Writes {@code value} as a bulk string at {@code at}; returns where the next one goes. */
-  static int putBulkString(byte[] out, int at, byte[] value) {
+  private static int putBulkString(byte[] out, int at, byte[] value) {
     out[at] = '$';
     int end = at + 1 + digits(value.length);
     for (int n = value.length, i = end - 1; i > at; i--, n /= 10) {

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class RespTest {
@@ -12,7 +11,8 @@ class RespTest {
   void commandsAreArraysOfBulkStrings() {
     byte[] encoded =
         Resp.command(
-            List.of("EVALSHA".getBytes(StandardCharsets.UTF_8), new byte[] {0, '\r', '\n'}));
+            new byte[][] {"EVALSHA".getBytes(StandardCharsets.UTF_8)},
+            new byte[][] {new byte[] {0, '\r', '\n'}});
 
     assertThat(new String(encoded, StandardCharsets.ISO_8859_1))
         .isEqualTo("*2\r\n$7\r\nEVALSHA\r\n$3\r\n\0\r\n\r\n");
@@ -21,7 +21,7 @@ class RespTest {
   @Test
   void lengthsOfSeveralDigitsAreWrittenWhole() {
     byte[] ten = "0123456789".getBytes(StandardCharsets.US_ASCII);
-    List<byte[]> args = Collections.nCopies(12, ten);
+    byte[][] args = Collections.nCopies(12, ten).toArray(new byte[0][]);
 
     assertThat(new String(Resp.command(args), StandardCharsets.US_ASCII))
         .isEqualTo("*12\r\n" + "$10\r\n0123456789\r\n".repeat(12));
