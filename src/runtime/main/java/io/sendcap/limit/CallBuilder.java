@@ -236,7 +236,28 @@ final class CallBuilder {
     return negative;
   }
 
-  private static byte[] ascii(long n) {
-    return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
+  /**
+   * {@code n} in decimal, as the script's {@code tonumber} reads it, written straight into its
+   * bytes: a call carries a few numbers per send, and going through a {@code String} showed in the
+   * stream thread's profile.
+   */
+  static byte[] ascii(long n) {
+    if (n == Long.MIN_VALUE) {
+      return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
+    }
+    long magnitude = Math.abs(n);
+    int digits = 1;
+    for (long bound = 10; digits < 19 && magnitude >= bound; bound *= 10) {
+      digits++;
+    }
+    int sign = n < 0 ? 1 : 0;
+    byte[] out = new byte[sign + digits];
+    for (int i = out.length - 1; i >= sign; i--, magnitude /= 10) {
+      out[i] = (byte) ('0' + magnitude % 10);
+    }
+    if (sign == 1) {
+      out[0] = '-';
+    }
+    return out;
   }
 }

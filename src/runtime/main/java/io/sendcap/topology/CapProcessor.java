@@ -124,7 +124,7 @@ final class CapProcessor
     }
   }
 
-  private TreeMap<Long, Held> pending = new TreeMap<>();
+  private ByOffset<Held> pending = new ByOffset<>();
 
   /** The earliest {@code scheduledAt} of the pending sends, ms; {@code Long.MAX_VALUE} if none. */
   private long earliestPending = Long.MAX_VALUE;
@@ -181,7 +181,7 @@ final class CapProcessor
     // Kafka Streams may close and init the same instance again (a revived task): what the buffer
     // holds now, as restored, is all there is to go by.
     inFlight = null;
-    pending = new TreeMap<>();
+    pending = new ByOffset<>();
     earliestPending = Long.MAX_VALUE;
     TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
     earlier.forEach((offset, entry) -> hold(offset, Held.earlier(entry)));
@@ -299,18 +299,19 @@ final class CapProcessor
    * entries instead.
    */
   private void mark() {
-    Map.Entry<Long, Held> oldest =
-        inFlight == null ? null : inFlight.sends().higherEntry(earlierUntil);
-    if (oldest == null) {
-      oldest = pending.higherEntry(earlierUntil);
+    ByOffset<Held> sends = inFlight == null ? pending : inFlight.sends();
+    int oldest = sends.indexAbove(earlierUntil);
+    if (oldest == sends.size() && sends != pending) {
+      sends = pending;
+      oldest = sends.indexAbove(earlierUntil);
     }
-    if (oldest == null) {
+    if (oldest == sends.size()) {
       if (marked != null) {
         buffer.clearMark();
         marked = null;
       }
-    } else if (marked == null || marked.from() != oldest.getKey()) {
-      marked = new PendingBuffer.Mark(oldest.getKey(), oldest.getValue().streamTime());
+    } else if (marked == null || marked.from() != sends.offset(oldest)) {
+      marked = new PendingBuffer.Mark(sends.offset(oldest), sends.value(oldest).streamTime());
       buffer.mark(marked);
     }
   }
@@ -357,7 +358,7 @@ final class CapProcessor
    * which is the order of {@code sends}.
    */
   private record InFlight(
-      TreeMap<Long, Held> sends,
+      ByOffset<Held> sends,
       Rules rules,
       BatchTokens tokens,
       List<Long> asked,
@@ -379,9 +380,9 @@ final class CapProcessor
     }
     long now = wallClock.millis();
     Rules batchRules = rules();
-    TreeMap<Long, Held> sends = pending;
+    ByOffset<Held> sends = pending;
     long floor = timeFloor(now);
-    pending = new TreeMap<>();
+    pending = new ByOffset<>(config.batch().maxRecords());
     earliestPending = Long.MAX_VALUE;
     meters.batch(sends.size());
     Deadline deadline = Deadline.in(config.limiter().timeout());
@@ -409,12 +410,12 @@ final class CapProcessor
     }
     List<Long> asked = new ArrayList<>(sends.size());
     List<CapRequest> requests = new ArrayList<>(sends.size());
-    for (Map.Entry<Long, Held> e : sends.entrySet()) {
-      Held p = e.getValue();
+    for (int i = 0; i < sends.size(); i++) {
+      Held p = sends.value(i);
       if (!p.send().getTransactional()) {
         CapRequest request = request(p, batchRules.of(p.segment()), now, floor);
-        asked.add(e.getKey());
-        requests.add(tokens.isRefused(e.getKey()) ? request.asProbe() : request);
+        asked.add(sends.offset(i));
+        requests.add(tokens.isRefused(sends.offset(i)) ? request.asProbe() : request);
       }
     }
     inFlight =
@@ -443,7 +444,7 @@ final class CapProcessor
     return Math.min(earliestPending, context.currentStreamTimeMs() - config.maxSkew().toMillis());
   }
 
-  private static TreeMap<Long, ScheduledSend> scheduled(TreeMap<Long, Held> sends) {
+  private static TreeMap<Long, ScheduledSend> scheduled(ByOffset<Held> sends) {
     TreeMap<Long, ScheduledSend> scheduled = new TreeMap<>();
     sends.forEach((offset, p) -> scheduled.put(offset, p.send()));
     return scheduled;
@@ -598,18 +599,20 @@ final class CapProcessor
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
     List<Long> asked = batch.asked();
     int next = 0; // the index in asked of the next send asked about, as the sends come in order
-    for (Map.Entry<Long, Held> e : batch.sends().entrySet()) {
-      Held p = e.getValue();
+    ByOffset<Held> sends = batch.sends();
+    for (int i = 0; i < sends.size(); i++) {
+      long offset = sends.offset(i);
+      Held p = sends.value(i);
       ScheduledSend send = p.send();
       long decidedAt = decisionTime(send, batch.now());
       Decision decision = null;
       Policy policy = null; // the policy the send was asked about under
-      if (next < asked.size() && asked.get(next).longValue() == e.getKey()) {
+      if (next < asked.size() && asked.get(next) == offset) {
         decision = decided == null ? null : decided[next];
         policy = batch.requests().get(next).policy();
         next++;
       }
-      BatchTokens.Refusal refusal = refused.isEmpty() ? null : refused.get(e.getKey());
+      BatchTokens.Refusal refusal = refused.isEmpty() ? null : refused.get(offset);
       SpecificRecord out;
       if (send.getTransactional()) {
         out = Outcomes.delivery(send, p.segment(), decidedAt, false);
@@ -627,7 +630,7 @@ final class CapProcessor
       emit(p, out);
     }
     undecided.remove(batch.sends().size());
-    if (earlierUntil >= 0 && (pending.isEmpty() || pending.firstKey() > earlierUntil)) {
+    if (earlierUntil >= 0 && (pending.isEmpty() || pending.offset(0) > earlierUntil)) {
       buffer.dropEarlier();
       earlierUntil = -1;
     }
@@ -696,7 +699,7 @@ final class CapProcessor
     if (inFlight != null) {
       inFlight.tokens().forfeit();
     }
-    pending = new TreeMap<>();
+    pending = new ByOffset<>();
     inFlight = null;
     if (capStore != null) {
       capStore.close();
