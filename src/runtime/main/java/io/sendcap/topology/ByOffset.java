@@ -85,6 +85,9 @@ final class ByOffset<V> {
 
   /** The index of the lowest offset above {@code offset}; {@link #size()} if there is none. */
   int indexAbove(long offset) {
+    if (size == 0 || offset < offsets[0]) {
+      return 0; // as for every send after the ones restored from an earlier buffer, if any
+    }
     int i = Arrays.binarySearch(offsets, 0, size, offset);
     return i >= 0 ? i + 1 : -i - 1;
   }
