@@ -1,6 +1,7 @@
 package io.sendcap.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.Suppression;
@@ -94,16 +95,16 @@ final class FailoverBlast {
    * than the outputs: those become visible at commits, a second apart by default, by when the whole
    * blast may be decided and the failover would come after it rather than in its middle.
    */
-  private static void awaitDecided(SendcapApp app, long count, Duration timeout)
-      throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (app.redis().decisions() < count) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError(
-            app.redis().decisions() + " sends decided within " + timeout + ", not " + count);
-      }
-      Thread.sleep(1);
-    }
+  private static void awaitDecided(SendcapApp app, long count, Duration timeout) {
+    await()
+        .atMost(timeout)
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(1))
+        .untilAsserted(
+            () ->
+                assertThat(app.redis().decisions())
+                    .as("sends decided")
+                    .isGreaterThanOrEqualTo(count));
   }
 
   /**

@@ -2,6 +2,7 @@ package io.sendcap.limit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -18,6 +19,7 @@ import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
@@ -383,16 +385,11 @@ class RedisSlidingLogIT {
 
   /** Retries while the client reconnects; the reconnect is asynchronous. */
   private static Decision awaitDecision(RedisSlidingLog log, CapRequest request) {
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (true) {
-      try {
-        return log.decide(List.of(request)).get(0);
-      } catch (LimiterUnavailableException e) {
-        if (System.nanoTime() > deadline) {
-          throw e;
-        }
-        Thread.onSpinWait();
-      }
-    }
+    return await()
+        .atMost(Duration.ofSeconds(30))
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(10))
+        .ignoreException(LimiterUnavailableException.class)
+        .until(() -> log.decide(List.of(request)).get(0), Objects::nonNull);
   }
 }

@@ -9,6 +9,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
+import org.awaitility.Awaitility;
 
 /**
  * A single-node KRaft Kafka cluster for integration tests, built with Kafka's own {@link
@@ -61,16 +62,12 @@ public final class TestKafka implements AutoCloseable {
               Arrays.stream(names).map(name -> new NewTopic(name, partitions, (short) 1)).toList())
           .all()
           .get();
-      long deadline = System.nanoTime() + TOPICS_SERVED.toNanos();
-      while (!served(admin, partitions, names)) {
-        if (System.nanoTime() > deadline) {
-          throw new IllegalStateException(
-              "the broker does not serve topics "
-                  + Arrays.toString(names)
-                  + " after "
-                  + TOPICS_SERVED);
-        }
-      }
+      Awaitility.await("the broker to serve topics " + Arrays.toString(names))
+          .atMost(TOPICS_SERVED)
+          .pollDelay(Duration.ZERO)
+          .pollInterval(Duration.ofMillis(10))
+          .pollInSameThread()
+          .until(() -> served(admin, partitions, names));
     } catch (ExecutionException | InterruptedException e) {
       throw failure("Could not create topics " + Arrays.toString(names), e);
     }

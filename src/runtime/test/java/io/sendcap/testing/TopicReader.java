@@ -20,6 +20,7 @@ import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.awaitility.Awaitility;
 
 /** Reads committed records of topics from the beginning, for assertions on a pipeline's output. */
 public final class TopicReader implements AutoCloseable {
@@ -177,20 +178,18 @@ public final class TopicReader implements AutoCloseable {
     return positions;
   }
 
-  /** Waits until {@code condition} holds, polling every 50 ms, or fails after {@code timeout}. */
+  /**
+   * Waits until {@code condition} holds, checking it at once and then every 50 ms on this thread
+   * (conditions read Kafka clients, which are not to be shared between threads), or fails after
+   * {@code timeout} naming {@code what} it waited for.
+   */
   public static void await(String what, Duration timeout, Supplier<Boolean> condition) {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!condition.get()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out after " + timeout + " waiting for " + what);
-      }
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError("interrupted waiting for " + what, e);
-      }
-    }
+    Awaitility.await(what)
+        .atMost(timeout)
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(50))
+        .pollInSameThread()
+        .until(condition::get);
   }
 
   @Override
