@@ -213,9 +213,12 @@ final class PipelineBench {
 
   /**
    * Runs both pipelines once, untimed, on a blast of their own ({@code warmUpSends} sends, other
-   * topics, other Redis keys), so that the JIT compiler's work and the interpreted code before it
-   * fall in neither timed run: without it the capped run, which goes first, pays for compiling the
-   * Kafka clients and Streams code that the pass-through run then finds compiled.
+   * topics, other Redis keys), so that less of the JIT compiler's work and of the interpreted code
+   * before it falls in the timed runs: without it the capped run, which goes first, pays for
+   * compiling the Kafka clients and Streams code that the pass-through run then finds compiled.
+   * Less, not none: C2 goes on compiling for minutes (methods called once per request or batch
+   * reach its thresholds slowly), so the capped run still pays more of it, and the report gives the
+   * JVM's figures without the compiler's threads beside the whole.
    */
   private void warmUp(String bootstrap, BenchRedis redis, Path work) {
     progress.printf(

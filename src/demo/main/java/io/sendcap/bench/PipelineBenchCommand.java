@@ -67,8 +67,9 @@ final class PipelineBenchCommand implements Callable<Integer> {
   @Option(
       names = "--warm-up-sends",
       description =
-          "Sends blasted through both pipelines, untimed, before the timed runs, so that neither"
-              + " pays for the JIT compiler (default: a fifth of --sends; 0: none).")
+          "Sends blasted through both pipelines, untimed, before the timed runs, so that these"
+              + " pay less of the JIT compiler's work, which goes on for minutes (default: a fifth"
+              + " of --sends; 0: none).")
   int warmUpSends = -1;
 
   @Option(names = "--json", description = "Also print the figures as one JSON line, last.")
