@@ -102,6 +102,20 @@ public final class Settings {
                           + " defaults: 100 under\n"
                           + "exactly_once_v2, 30000 under at_least_once."),
                   kafka(
+                      "producer.batch.size",
+                      "65536",
+                      "The most bytes of records the producer sends to one partition in one batch"
+                          + " (Kafka's default: 16384).\n"
+                          + "Fewer, larger batches mean fewer appends for the broker and fewer"
+                          + " requests for the producer:\n"
+                          + "at 16384 the pipeline bench spent about a fifth more JVM CPU per send"
+                          + " (BENCHMARKS.md).\n"
+                          + "A batch being filled takes this much of producer.buffer.memory (32 MiB"
+                          + " by default) for each\n"
+                          + "partition a stream thread writes to: with hundreds of output partitions"
+                          + " per thread, raise\n"
+                          + "that or lower this."),
+                  kafka(
                       "processing.exception.handler.global.enabled",
                       "true",
                       "Send processing errors of global stores to the processing exception handler"
