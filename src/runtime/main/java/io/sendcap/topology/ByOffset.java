@@ -7,9 +7,9 @@ import java.util.Arrays;
  *
  * <p>A task reads its partition in offset order, so almost every {@link #put} appends; the
  * exceptions (a batch held again when the limiter could not be reached, sends restored from an
- * earlier version's buffer) are inserted into place. Two arrays cost a fraction of a {@code
- * TreeMap}'s boxed keys and tree nodes, which showed in the stream thread's profile at every send
- * held and every batch walked.
+ * earlier version's buffer) are inserted into place. Two arrays take no boxed key or tree node per
+ * send, where a {@code TreeMap} took both and showed in the stream thread's profile (though not,
+ * through the pipeline bench's noise, in its CPU per send: BENCHMARKS.md).
  */
 final class ByOffset<V> {
   /** What {@link #forEach} hands each value to, with its offset. */
