@@ -96,7 +96,7 @@ final class CallBuilder {
       byte[] number = shapeIndexes.get(shape);
       if (number == null) {
         used.add(shape);
-        number = ascii(nextShapeIndex);
+        number = Resp.decimal(nextShapeIndex);
         nextShapeIndex += shape.args().size();
         shapeIndexes.put(shape, number);
       }
@@ -105,22 +105,22 @@ final class CallBuilder {
       capIndexes.add(shape.capIndexes());
       timeFloor = Math.min(timeFloor, r.timeFloor());
       long now = r.now();
-      sendArgs.add(ascii(now));
+      sendArgs.add(Resp.decimal(now));
       sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
       sendArgs.add(r.probe() ? probe(number) : number);
       for (Cap cap : shape.caps()) {
         if (cap.kind() != Cap.Kind.ROLLING) {
           CalendarPeriods.Period period = period(cap.kind(), now, r.effectiveZone());
-          sendArgs.add(ascii(period.start()));
-          sendArgs.add(ascii(period.end()));
+          sendArgs.add(Resp.decimal(period.start()));
+          sendArgs.add(Resp.decimal(period.end()));
         }
       }
     }
 
     Call build() {
       List<byte[]> args = new ArrayList<>(nextShapeIndex - 1 + sendArgs.size());
-      args.add(ascii(nextShapeIndex));
-      args.add(ascii(timeFloor));
+      args.add(Resp.decimal(nextShapeIndex));
+      args.add(Resp.decimal(timeFloor));
       for (Shape shape : used) {
         args.addAll(shape.args());
       }
@@ -172,15 +172,15 @@ final class CallBuilder {
       long horizon = Math.max(policy.logHorizon().toMillis(), retentionMs);
       long ttl = Math.max(policy.horizon().toMillis(), horizon) + disorderMs;
       List<byte[]> args = new ArrayList<>();
-      args.add(ascii(interval));
-      args.add(ascii(horizon));
-      args.add(ascii(ttl));
-      args.add(ascii(caps.size()));
+      args.add(Resp.decimal(interval));
+      args.add(Resp.decimal(horizon));
+      args.add(Resp.decimal(ttl));
+      args.add(Resp.decimal(caps.size()));
       for (Cap cap : caps) {
-        args.add(ascii(kind(cap)));
-        args.add(ascii(window(cap)));
-        args.add(ascii(cap.limit()));
-        args.add(ascii(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
+        args.add(Resp.decimal(kind(cap)));
+        args.add(Resp.decimal(window(cap)));
+        args.add(Resp.decimal(cap.limit()));
+        args.add(Resp.decimal(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
         args.add(counterIdentity(cap));
       }
       return new Shape(caps, indexes, List.copyOf(args));
@@ -234,30 +234,5 @@ final class CallBuilder {
     negative[0] = '-';
     System.arraycopy(number, 0, negative, 1, number.length);
     return negative;
-  }
-
-  /**
-   * {@code n} in decimal, as the script's {@code tonumber} reads it, written straight into its
-   * bytes: a call carries a few numbers per send, and going through a {@code String} showed in the
-   * stream thread's profile.
-   */
-  static byte[] ascii(long n) {
-    if (n == Long.MIN_VALUE) {
-      return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
-    }
-    long magnitude = Math.abs(n);
-    int digits = 1;
-    for (long bound = 10; digits < 19 && magnitude >= bound; bound *= 10) {
-      digits++;
-    }
-    int sign = n < 0 ? 1 : 0;
-    byte[] out = new byte[sign + digits];
-    for (int i = out.length - 1; i >= sign; i--, magnitude /= 10) {
-      out[i] = (byte) ('0' + magnitude % 10);
-    }
-    if (sign == 1) {
-      out[0] = '-';
-    }
-    return out;
   }
 }

@@ -58,7 +58,7 @@ final class EvalShaArgs extends CommandArgs<byte[], byte[]> {
 
   /** The digest, the number of keys, the keys and the arguments as consecutive bulk strings. */
   static byte[] encode(byte[] sha, ScriptCall call) {
-    byte[] keyCount = Integer.toString(call.keys().length).getBytes(StandardCharsets.US_ASCII);
-    return Resp.bulkStrings(new byte[][] {sha, keyCount}, call.keys(), call.args());
+    return Resp.bulkStrings(
+        new byte[][] {sha, Resp.decimal(call.keys().length)}, call.keys(), call.args());
   }
 }

@@ -45,9 +45,7 @@ public final class Resp {
   private static int putBulkString(byte[] out, int at, byte[] value) {
     out[at] = '$';
     int end = at + 1 + digits(value.length);
-    for (int n = value.length, i = end - 1; i > at; i--, n /= 10) {
-      out[i] = (byte) ('0' + n % 10);
-    }
+    putDigits(out, end, value.length);
     at = crlf(out, end);
     System.arraycopy(value, 0, out, at, value.length);
     return crlf(out, at + value.length);
@@ -59,8 +57,35 @@ public final class Resp {
     return at + 2;
   }
 
-  /** The decimal digits of a length: most arguments are a few bytes long. */
-  private static int digits(int n) {
+  /**
+   * {@code n} in decimal, as Redis reads an integer argument and the script's {@code tonumber} a
+   * number: written straight into its bytes, as a call carries a few numbers per send.
+   */
+  static byte[] decimal(long n) {
+    if (n == Long.MIN_VALUE) {
+      return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
+    }
+    int sign = n < 0 ? 1 : 0;
+    long magnitude = Math.abs(n);
+    byte[] out = new byte[sign + digits(magnitude)];
+    putDigits(out, out.length, magnitude);
+    if (sign == 1) {
+      out[0] = '-';
+    }
+    return out;
+  }
+
+  /** Writes the decimal digits of {@code n}, not negative, to end just before {@code end}. */
+  private static void putDigits(byte[] out, int end, long n) {
+    int i = end;
+    do {
+      out[--i] = (byte) ('0' + n % 10);
+      n /= 10;
+    } while (n > 0);
+  }
+
+  /** The decimal digits of {@code n}, not negative: most lengths and numbers are short. */
+  private static int digits(long n) {
     if (n < 10) {
       return 1;
     }
@@ -68,7 +93,7 @@ public final class Resp {
       return 2;
     }
     int d = 3;
-    for (int bound = 1000; n >= bound && d < 10; bound *= 10) {
+    for (long bound = 1000; d < 19 && n >= bound; bound *= 10) {
       d++;
     }
     return d;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
+import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 class RespTest {
@@ -25,5 +26,40 @@ class RespTest {
 
     assertThat(new String(Resp.command(args), StandardCharsets.US_ASCII))
         .isEqualTo("*12\r\n" + "$10\r\n0123456789\r\n".repeat(12));
+  }
+
+  @Test
+  void decimalsAreWhatLongToStringWrites() {
+    SplittableRandom random = new SplittableRandom(16);
+    for (int i = 0; i < 100_000; i++) {
+      // every magnitude, from one digit to nineteen, and both signs
+      long n = random.nextLong() >> random.nextInt(64);
+      assertDecimal(n);
+    }
+    for (long edge :
+        new long[] {
+          0,
+          1,
+          -1,
+          9,
+          10,
+          99,
+          100,
+          999_999_999_999L,
+          1_000_000_000_000L,
+          Long.MAX_VALUE,
+          Long.MIN_VALUE,
+          Long.MIN_VALUE + 1,
+          999_999_999_999_999_999L,
+          1_000_000_000_000_000_000L
+        }) {
+      assertDecimal(edge);
+    }
+  }
+
+  private static void assertDecimal(long n) {
+    assertThat(new String(Resp.decimal(n), StandardCharsets.US_ASCII))
+        .as("%d", n)
+        .isEqualTo(Long.toString(n));
   }
 }
