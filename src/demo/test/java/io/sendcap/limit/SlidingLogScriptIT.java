@@ -43,6 +43,9 @@ class SlidingLogScriptIT {
 
   private static final long HALF_HOUR = Duration.ofMinutes(30).toMillis();
 
+  /** Steps on and one millisecond inside the generated minimum intervals. */
+  private static final long[] GAPS = {30_000, 29_999, 180_000, 179_999};
+
   private static final List<ZoneId> ZONES =
       List.of(
           ZoneId.of("UTC"),
@@ -209,11 +212,13 @@ class SlidingLogScriptIT {
   /**
    * Spreads the sends over time, each a random step from the one before, some backwards; a third of
    * them on a whole half hour, where calendar periods begin and end and so do the buckets of every
-   * generated window, and a sixth one millisecond before one.
+   * generated window, a sixth one millisecond before one, and a sixth a minimum interval (30 s, 3
+   * min) or one millisecond less after the send before it.
    */
   private static List<Send> mostlyInTimeOrder(List<Send> raw) {
     List<Send> sends = new ArrayList<>();
     long t = 0;
+    long last = 0;
     for (Send s : raw) {
       t = Math.max(0, t + s.offsetMs() / 2);
       long boundary = t - t % HALF_HOUR;
@@ -221,8 +226,10 @@ class SlidingLogScriptIT {
           switch (s.message() % 6) {
             case 0, 3 -> boundary;
             case 1 -> Math.max(0, boundary - 1);
+            case 4 -> last + GAPS[s.message() / 6 % GAPS.length];
             default -> t;
           };
+      last = at;
       sends.add(new Send(s.user(), s.message(), at, s.channel(), s.zone()));
     }
     return sends;
