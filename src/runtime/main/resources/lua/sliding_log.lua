@@ -162,7 +162,8 @@ end
 
 local function decide(key, a, v, probe)
   local now, member = tonumber(ARGV[a]), ARGV[a + 1]
-  local log = call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  -- (numbers as strings: Redis prints a Lua number argument as a double, %.17g, at a cost)
+  local log = call('ZRANGE', key, '0', '-1', 'WITHSCORES')
   local n, counters, held = 0, nil, 0
   for i = 1, #log, 2 do
     local m = log[i]

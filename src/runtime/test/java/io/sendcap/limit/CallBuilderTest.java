@@ -1,0 +1,78 @@
+package io.sendcap.limit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sendcap.avro.Channel;
+import io.sendcap.config.Cap;
+import io.sendcap.config.Policy;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+class CallBuilderTest {
+  private static final long NOW = 1_790_000_000_000L;
+
+  private final CallBuilder builder = new CallBuilder(new UserKeys("s", 0), 0, 0, 16, false);
+
+  @Test
+  void channelsWithTheSameCapsShareOneShape() {
+    Policy policy =
+        new Policy(
+            "p",
+            List.of(new Cap("1d", Duration.ofDays(1), 2), new Cap("7d", Duration.ofDays(7), 5)),
+            Duration.ZERO);
+    List<CapRequest> sends =
+        List.of(
+            new CapRequest(1, "a", NOW, policy, Channel.EMAIL, null),
+            new CapRequest(2, "b", NOW, policy, Channel.PUSH, null),
+            new CapRequest(3, "c", NOW, policy, Channel.SMS, null));
+
+    byte[][] args = onlyCall(sends);
+
+    // the first send's arguments follow ARGV[1], ARGV[2] and one shape of two caps
+    assertThat(number(args[0])).isEqualTo(3 + 4 + 2 * 5);
+    assertThat(shapeIndexes(args)).containsExactly(3L, 3L, 3L);
+  }
+
+  @Test
+  void aChannelCapMakesAShapeOfItsOwn() {
+    Policy policy =
+        new Policy(
+            "p",
+            List.of(
+                new Cap("1d", Duration.ofDays(1), 2),
+                new Cap("7d", Cap.Kind.ROLLING, Duration.ofDays(7), 1, Channel.SMS)),
+            Duration.ZERO);
+    List<CapRequest> sends =
+        List.of(
+            new CapRequest(1, "a", NOW, policy, Channel.EMAIL, null),
+            new CapRequest(2, "b", NOW, policy, Channel.SMS, null),
+            new CapRequest(3, "c", NOW, policy, Channel.PUSH, null));
+
+    byte[][] args = onlyCall(sends);
+
+    // EMAIL and PUSH: the 1d cap (4 + 5 arguments from ARGV[3]); SMS: both caps (4 + 10 after)
+    assertThat(number(args[0])).isEqualTo(3 + 9 + 14);
+    assertThat(shapeIndexes(args)).containsExactly(3L, 12L, 3L);
+  }
+
+  private byte[][] onlyCall(List<CapRequest> sends) {
+    List<CallBuilder.Call> calls = builder.calls(sends);
+    assertThat(calls).hasSize(1);
+    return calls.get(0).script().args();
+  }
+
+  /** Each send's shape index: the third of its arguments (no calendar caps here). */
+  private static List<Long> shapeIndexes(byte[][] args) {
+    int first = (int) number(args[0]) - 1;
+    return IntStream.iterate(first + 2, i -> i < args.length, i -> i + 3)
+        .mapToObj(i -> number(args[i]))
+        .toList();
+  }
+
+  private static long number(byte[] arg) {
+    return Long.parseLong(new String(arg, StandardCharsets.US_ASCII));
+  }
+}
