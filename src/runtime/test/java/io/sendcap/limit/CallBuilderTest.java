@@ -7,6 +7,7 @@ import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -23,13 +24,7 @@ class CallBuilderTest {
             "p",
             List.of(new Cap("1d", Duration.ofDays(1), 2), new Cap("7d", Duration.ofDays(7), 5)),
             Duration.ZERO);
-    List<CapRequest> sends =
-        List.of(
-            new CapRequest(1, "a", NOW, policy, Channel.EMAIL, null),
-            new CapRequest(2, "b", NOW, policy, Channel.PUSH, null),
-            new CapRequest(3, "c", NOW, policy, Channel.SMS, null));
-
-    byte[][] args = onlyCall(sends);
+    byte[][] args = onlyCall(policy, Channel.EMAIL, Channel.PUSH, Channel.SMS);
 
     // the first send's arguments follow ARGV[1], ARGV[2] and one shape of two caps
     assertThat(number(args[0])).isEqualTo(3 + 4 + 2 * 5);
@@ -45,20 +40,19 @@ class CallBuilderTest {
                 new Cap("1d", Duration.ofDays(1), 2),
                 new Cap("7d", Cap.Kind.ROLLING, Duration.ofDays(7), 1, Channel.SMS)),
             Duration.ZERO);
-    List<CapRequest> sends =
-        List.of(
-            new CapRequest(1, "a", NOW, policy, Channel.EMAIL, null),
-            new CapRequest(2, "b", NOW, policy, Channel.SMS, null),
-            new CapRequest(3, "c", NOW, policy, Channel.PUSH, null));
-
-    byte[][] args = onlyCall(sends);
+    byte[][] args = onlyCall(policy, Channel.EMAIL, Channel.SMS, Channel.PUSH);
 
     // EMAIL and PUSH: the 1d cap (4 + 5 arguments from ARGV[3]); SMS: both caps (4 + 10 after)
     assertThat(number(args[0])).isEqualTo(3 + 9 + 14);
     assertThat(shapeIndexes(args)).containsExactly(3L, 12L, 3L);
   }
 
-  private byte[][] onlyCall(List<CapRequest> sends) {
+  /** The arguments of the one call deciding a send on each channel, to users 1, 2, ... */
+  private byte[][] onlyCall(Policy policy, Channel... channels) {
+    List<CapRequest> sends = new ArrayList<>();
+    for (Channel channel : channels) {
+      sends.add(new CapRequest(sends.size() + 1, "m" + sends.size(), NOW, policy, channel, null));
+    }
     List<CallBuilder.Call> calls = builder.calls(sends);
     assertThat(calls).hasSize(1);
     return calls.get(0).script().args();
