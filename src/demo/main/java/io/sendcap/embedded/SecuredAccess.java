@@ -35,7 +35,7 @@ public final class SecuredAccess {
   /** The Redis ACL rule of sendcap's user; {@code PASSWORD} stands for its password. */
   public static final String REDIS_ACL =
       "ACL SETUSER sendcap on >PASSWORD resetkeys ~s* resetchannels -@all +ping +hello"
-          + " +script|load +evalsha +zrange +zremrangebyrank +zadd +pexpire +get +incrby +decrby";
+          + " +script|load +evalsha +zscan +zrange +zremrangebyrank +zadd +pexpire +get +incrby +decrby";
 
   /**
    * What sendcap's Redis user needs besides {@link #REDIS_ACL} on every node of a Redis Cluster

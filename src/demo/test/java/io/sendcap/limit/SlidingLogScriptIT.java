@@ -14,6 +14,7 @@ import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedRedis;
+import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -57,20 +58,36 @@ class SlidingLogScriptIT {
   private static EmbeddedRedis redis;
   private static RedisConnector connector;
 
+  /**
+   * A Redis that keeps a sorted set of more than one member in a skip list, where it keeps one of
+   * up to 128 in a listpack by default: ZSCAN hands such a set over out of order, or in parts.
+   */
+  private static EmbeddedRedis skipLists;
+
+  private static RedisConnector skipListsConnector;
+
   @BeforeAll
   static void start() {
     redis = EmbeddedRedis.start();
+    connector = connect(redis);
+    skipLists = EmbeddedRedis.startWith(List.of("--zset-max-listpack-entries", "1"));
+    skipListsConnector = connect(skipLists);
+  }
+
+  private static RedisConnector connect(EmbeddedRedis server) {
     Properties p = new Properties();
-    p.setProperty("cap.redis.uri", redis.uri());
+    p.setProperty("cap.redis.uri", server.uri());
     p.setProperty("cap.idempotency.retention.ms", String.valueOf(RETENTION.toMillis()));
     p.setProperty("cap.redis.sends-per-call", "4");
-    connector = RedisConnector.connect(SendcapConfig.from(p, "test").limiter());
+    return RedisConnector.connect(SendcapConfig.from(p, "test").limiter());
   }
 
   @AfterAll
   static void stop() {
     connector.close();
     redis.close();
+    skipListsConnector.close();
+    skipLists.close();
   }
 
   record Send(int user, int message, long offsetMs, Channel channel, ZoneId zone) {}
@@ -84,7 +101,18 @@ class SlidingLogScriptIT {
     int tries = 330;
     qt().withExamples(tries)
         .forAll(policies(tries), sends(tries), batchSizes())
-        .checkAssert(this::decideAsTheModel);
+        .checkAssert((policies, sends, batchSize) -> decideAsTheModel(policies, sends, batchSize));
+  }
+
+  /** The same where the script cannot read a user's sorted set in one ZSCAN, in order. */
+  @Test
+  void theScriptDecidesAsTheModelOnSortedSetsInSkipLists() {
+    int tries = 330;
+    qt().withExamples(tries)
+        .forAll(policies(tries), sends(tries), batchSizes())
+        .checkAssert(
+            (policies, sends, batchSize) ->
+                decideAsTheModel(skipListsConnector, policies, sends, batchSize));
   }
 
   /** Every rolling cap of the policies counted by one algorithm: each gets tries of its own. */
@@ -101,6 +129,34 @@ class SlidingLogScriptIT {
             });
   }
 
+  /**
+   * A log longer than a listpack holds (128 entries by default): Redis moves the user's sorted set
+   * to a skip list, which ZSCAN hands over in parts, so the script reads it again with ZRANGE.
+   */
+  @Test
+  void aLogTooLongForOneScanDecidesAsTheModel() throws IOException {
+    Policy policy =
+        new Policy(
+            "p",
+            List.of(
+                new Cap("1h", Duration.ofHours(1), 250), new Cap("1m", Duration.ofMinutes(1), 40)),
+            Duration.ZERO);
+    long user = USERS.getAndAdd(1);
+    List<CapRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 600; i++) {
+      requests.add(new CapRequest(user, "m" + (i % 500), T0 + i * 1_000L, policy));
+    }
+    requests = withTimeFloors(requests, 7);
+    List<Decision> actual = new ArrayList<>();
+    try (RedisSlidingLog log = connector.open()) {
+      for (int i = 0; i < requests.size(); i += 7) {
+        actual.addAll(log.decide(requests.subList(i, Math.min(requests.size(), i + 7))));
+      }
+    }
+    assertThat(redis.call("OBJECT", "ENCODING", "s{" + user + "}")).contains("skiplist");
+    assertThat(actual).isEqualTo(new SlidingLogModel(RETENTION).decide(requests));
+  }
+
   private static Policy countedBy(Policy p, Cap.Algorithm algorithm) {
     List<Cap> caps =
         p.caps().stream()
@@ -114,6 +170,11 @@ class SlidingLogScriptIT {
   }
 
   private void decideAsTheModel(List<Policy> policies, List<Send> sends, int batchSize) {
+    decideAsTheModel(connector, policies, sends, batchSize);
+  }
+
+  private void decideAsTheModel(
+      RedisConnector connector, List<Policy> policies, List<Send> sends, int batchSize) {
     long base = USERS.getAndAdd(10);
     List<CapRequest> requests = new ArrayList<>();
     for (Send s : sends) {

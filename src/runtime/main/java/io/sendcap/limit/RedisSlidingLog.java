@@ -12,9 +12,10 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.models.partitions.Partitions;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
-import io.lettuce.core.output.NestedMultiOutput;
+import io.lettuce.core.output.ValueOutput;
 import io.lettuce.core.protocol.CommandType;
 import io.sendcap.config.SendcapConfig;
+import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -121,12 +122,12 @@ public final class RedisSlidingLog implements CapStore {
     long lost = connector.connectionsLost();
     List<RedisFuture<String>> loads = lost == scriptLoadedAt ? List.of() : scriptLoads();
     List<CallBuilder.Call> calls = builder.calls(requests);
-    List<RedisFuture<List<Object>>> futures = new ArrayList<>(calls.size());
+    List<RedisFuture<byte[]>> futures = new ArrayList<>(calls.size());
     // a command done before the flush was refused, the connection being down: no later call may go
     // out on the connection come back, to be decided before it
     boolean refused = loads.stream().anyMatch(RedisFuture::isDone);
     for (int i = 0; i < calls.size() && !refused; i++) {
-      RedisFuture<List<Object>> future = send(calls.get(i));
+      RedisFuture<byte[]> future = send(calls.get(i));
       futures.add(future);
       refused = future.isDone();
     }
@@ -152,7 +153,7 @@ public final class RedisSlidingLog implements CapStore {
         }
         scriptLoadedAt = lost;
       }
-      return collect(sent, futures, waits, requests.size(), answered);
+      return collect(sent, futures, waits, requests, answered);
     };
   }
 
@@ -162,16 +163,16 @@ public final class RedisSlidingLog implements CapStore {
 
   private List<Decision> collect(
       List<CallBuilder.Call> calls,
-      List<RedisFuture<List<Object>>> futures,
+      List<RedisFuture<byte[]>> futures,
       List<RedisFuture<Long>> waits,
-      int size,
+      List<CapRequest> requests,
       Deadline deadline) {
-    Decision[] decisions = new Decision[size];
+    Decision[] decisions = new Decision[requests.size()];
     List<CallBuilder.Call> noScript = new ArrayList<>();
     Set<ByteBuffer> refusedKeys = null; // the keys of the calls refused with NOSCRIPT
     int aheadOfRefused = 0;
     for (int i = 0; i < calls.size(); i++) {
-      List<Object> reply = await(futures.get(i), deadline);
+      byte[] reply = await(futures.get(i), deadline);
       if (reply == null) {
         noScript.add(calls.get(i));
         if (refusedKeys == null) {
@@ -184,7 +185,7 @@ public final class RedisSlidingLog implements CapStore {
         if (refusedKeys != null && sharesAKey(calls.get(i), refusedKeys)) {
           aheadOfRefused += calls.get(i).requestIndexes().length;
         }
-        place(calls.get(i), reply, decisions);
+        place(calls.get(i), reply, requests, decisions);
       }
     }
     if (aheadOfRefused > 0) {
@@ -199,7 +200,7 @@ public final class RedisSlidingLog implements CapStore {
     }
     awaitWaits(waits, deadline);
     if (!noScript.isEmpty()) {
-      retryAfterReload(noScript, decisions, deadline);
+      retryAfterReload(noScript, requests, decisions, deadline);
       // the retried calls wrote after the WAITs above
       List<RedisFuture<Long>> again = queueWaits();
       flushWaits();
@@ -223,7 +224,10 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   private void retryAfterReload(
-      List<CallBuilder.Call> failed, Decision[] decisions, Deadline deadline) {
+      List<CallBuilder.Call> failed,
+      List<CapRequest> requests,
+      Decision[] decisions,
+      Deadline deadline) {
     LOG.info(
         "Redis at {} answered NOSCRIPT (script cache flushed, restart or failover);"
             + " loading the script again and retrying {} calls",
@@ -231,43 +235,59 @@ public final class RedisSlidingLog implements CapStore {
         failed.size());
     loadScript(deadline);
     connector.recordReload();
-    List<RedisFuture<List<Object>>> retries = new ArrayList<>(failed.size());
+    List<RedisFuture<byte[]>> retries = new ArrayList<>(failed.size());
     for (CallBuilder.Call call : failed) {
       retries.add(send(call));
     }
     flush(failed.size(), failed.stream().mapToInt(c -> c.requestIndexes().length).sum());
     for (int j = 0; j < retries.size(); j++) {
-      List<Object> reply = await(retries.get(j), deadline);
+      byte[] reply = await(retries.get(j), deadline);
       if (reply == null) {
         throw new LimiterUnavailableException(
             "Redis answered NOSCRIPT again right after SCRIPT LOAD", null);
       }
-      place(failed.get(j), reply, decisions);
+      place(failed.get(j), reply, requests, decisions);
     }
   }
 
-  private RedisFuture<List<Object>> send(CallBuilder.Call call) {
-    // what scripting.evalsha(sha, MULTI, keys, args) sends, its arguments written in one piece
+  private RedisFuture<byte[]> send(CallBuilder.Call call) {
+    // what scripting.evalsha(sha, VALUE, keys, args) sends, its arguments written in one piece
     return scripting.dispatch(
         CommandType.EVALSHA,
-        new NestedMultiOutput<>(ByteArrayCodec.INSTANCE),
+        new ValueOutput<>(ByteArrayCodec.INSTANCE),
         new EvalShaArgs(sha, call.script()));
   }
 
-  /** Puts the decisions of one call's reply where their requests are. */
-  private static void place(CallBuilder.Call call, List<Object> reply, Decision[] decisions) {
+  /**
+   * Puts the decisions of one call's reply where their requests are. The reply is laid out in
+   * {@code lua/sliding_log.lua}: per send an outcome byte, and after a capped send's the cap, its
+   * count and the time the user is next eligible, after a minimum interval's that time.
+   */
+  private static void place(
+      CallBuilder.Call call, byte[] reply, List<CapRequest> requests, Decision[] decisions) {
     int[] indexes = call.requestIndexes();
-    if (reply.size() != 4 * indexes.length) {
-      throw new IllegalStateException(
-          "Redis answered "
-              + reply.size()
-              + " values to a script call deciding "
-              + indexes.length
-              + " sends (4 each): the connection's replies are out of step with its calls");
+    ByteBuffer in = ByteBuffer.wrap(reply);
+    try {
+      for (int k = 0; k < indexes.length; k++) {
+        long now = requests.get(indexes[k]).now();
+        decisions[indexes[k]] = decision(in, now, call.capIndexes().get(k));
+      }
+    } catch (BufferUnderflowException e) {
+      throw outOfStep(reply, indexes.length);
     }
-    for (int k = 0; k < indexes.length; k++) {
-      decisions[indexes[k]] = decision(reply, 4 * k, call.capIndexes().get(k));
+    if (in.hasRemaining()) {
+      throw outOfStep(reply, indexes.length);
     }
+  }
+
+  private static IllegalStateException outOfStep(byte[] reply, int sends) {
+    return new IllegalStateException(
+        "Redis answered "
+            + reply.length
+            + " bytes to a script call deciding "
+            + sends
+            + " sends, which is not their decisions: the connection's replies are out of step"
+            + " with its calls");
   }
 
   /** Loads the script into every node's script cache. */
@@ -493,7 +513,7 @@ public final class RedisSlidingLog implements CapStore {
         "EVALSHA",
         () ->
             scripting
-                .evalsha(connector.sha(), ScriptOutputType.MULTI, new byte[0][], NO_SENDS_ARGS)
+                .evalsha(connector.sha(), ScriptOutputType.VALUE, new byte[0][], NO_SENDS_ARGS)
                 .get(timeout.toMillis(), TimeUnit.MILLISECONDS));
   }
 
@@ -532,7 +552,7 @@ public final class RedisSlidingLog implements CapStore {
   }
 
   /** Returns the reply, or null if the node did not have the script. */
-  private List<Object> await(RedisFuture<List<Object>> future, Deadline deadline) {
+  private byte[] await(RedisFuture<byte[]> future, Deadline deadline) {
     try {
       return future.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
@@ -548,17 +568,18 @@ public final class RedisSlidingLog implements CapStore {
     }
   }
 
-  private static Decision decision(List<Object> reply, int at, int[] capIndexes) {
-    int outcome = ((Long) reply.get(at)).intValue();
-    int cap = ((Long) reply.get(at + 1)).intValue();
-    int count = ((Long) reply.get(at + 2)).intValue();
-    long next = (Long) reply.get(at + 3);
+  private static Decision decision(ByteBuffer in, long now, int[] capIndexes) {
+    int outcome = in.get();
     return switch (outcome) {
-      case 0 -> new Decision(Decision.Outcome.ALLOWED, -1, 0, next);
-      case 1 -> new Decision(Decision.Outcome.DUPLICATE, -1, 0, next);
-      case 2 -> new Decision(Decision.Outcome.CAPPED, capIndexes[cap - 1], count, next);
-      case 3 -> new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, next);
-      case 4 -> new Decision(Decision.Outcome.NOT_A_REPLAY, -1, 0, next);
+      case 0 -> new Decision(Decision.Outcome.ALLOWED, -1, 0, now);
+      case 1 -> new Decision(Decision.Outcome.DUPLICATE, -1, 0, now);
+      case 2 -> {
+        int cap = Short.toUnsignedInt(in.getShort());
+        int count = in.getInt();
+        yield new Decision(Decision.Outcome.CAPPED, capIndexes[cap - 1], count, in.getLong());
+      }
+      case 3 -> new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, in.getLong());
+      case 4 -> new Decision(Decision.Outcome.NOT_A_REPLAY, -1, 0, now);
       default -> throw new IllegalStateException("unexpected script outcome " + outcome);
     };
   }
