@@ -250,7 +250,7 @@ class RedisSlidingLogIT {
       assertThat(log.decide(batch)).hasSize(1000).allMatch(Decision::allowed);
       assertThat(connector.flushes() - flushes).isEqualTo(1);
       assertThat(connector.decisions() - decisions).isEqualTo(1000);
-      assertThat(connector.calls() - calls).as("calls of 16 sends").isEqualTo(63);
+      assertThat(connector.calls() - calls).as("calls of 32 sends").isEqualTo(32);
     }
   }
 
