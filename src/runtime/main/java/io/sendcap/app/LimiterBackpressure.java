@@ -24,10 +24,17 @@ import org.slf4j.LoggerFactory;
  * <p>An outage lasts from the first batch the limiter could not decide to the next one it did. Its
  * start and end are logged, a reminder every {@link #REMINDER_INTERVAL} in between, and the gauge
  * {@code sendcap.limiter.unavailable} is 1 during it; {@code sendcap.limiter.outages} counts them.
+ * A batch that fails less than {@link #SETTLE} after an outage's end continues that outage: when
+ * Redis comes back, each task's connection reconnects on its own (within a second, at {@link
+ * RedisConnector}'s reconnect delay), so a batch on a connection not yet back can fail after
+ * another task's batch was decided, and one restart of Redis is one outage.
  */
 final class LimiterBackpressure implements Backpressure, AutoCloseable {
   /** How often a continuing outage is logged again. */
   static final Duration REMINDER_INTERVAL = Duration.ofSeconds(30);
+
+  /** How long after an outage's end a failed batch still belongs to it. */
+  static final Duration SETTLE = Duration.ofSeconds(5);
 
   private static final Logger LOG = LoggerFactory.getLogger(LimiterBackpressure.class);
   private static final long FIRST_PROBE_MS = 100;
@@ -47,6 +54,9 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
   private volatile boolean holding;
   private volatile long outageSince = -1;
   private long lastLogged;
+  private long endedAt = -1;
+  private long endedSince;
+  private boolean continued;
 
   LimiterBackpressure(RedisConnector redis, InstantSource clock, MeterRegistry metrics) {
     this.redis = redis;
@@ -73,9 +83,14 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
   @Override
   public synchronized void unavailable(LimiterUnavailableException cause, int waiting) {
     long now = clock.millis();
-    if (outageSince < 0) {
+    if (outageSince < 0 && endedAt >= 0 && now - endedAt < SETTLE.toMillis()) {
+      // a connection not yet back after the outage that just ended: the same outage
+      outageSince = endedSince;
+      continued = true;
+    } else if (outageSince < 0) {
       outageSince = now;
       lastLogged = now;
+      continued = false;
       outages.increment();
       LOG.warn(
           "Redis at {} is unreachable ({}); processing paused, {} sends wait in their tasks and"
@@ -100,10 +115,16 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
 
   private synchronized void ended() {
     if (outageSince >= 0) {
-      LOG.info(
-          "Redis at {} decides sends again after {} s unreachable; processing resumed",
-          redis.where(),
-          (clock.millis() - outageSince) / 1000);
+      if (continued) {
+        LOG.debug("Redis at {} answers a connection that came back late", redis.where());
+      } else {
+        LOG.info(
+            "Redis at {} decides sends again after {} s unreachable; processing resumed",
+            redis.where(),
+            (clock.millis() - outageSince) / 1000);
+      }
+      endedAt = clock.millis();
+      endedSince = outageSince;
       outageSince = -1;
     }
   }
