@@ -13,6 +13,7 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -26,7 +27,10 @@ import org.apache.kafka.streams.KafkaStreams;
  * Kafka Streams settings and the same number of instances.
  *
  * <p>Each run is timed from the first record produced to the last output record read (committed
- * only). The capped run goes first, so the pass-through run has the warmer JIT and broker.
+ * only). After a warm-up each pipeline is timed twice, in the order pass-through, capped, capped,
+ * pass-through, and each one's figures are those of its two runs together: whichever pipeline runs
+ * first pays for compiling what is left of the code both use (the broker's, the Kafka clients'),
+ * and this order shares that out evenly.
  */
 final class PipelineBench {
   /** Share of the blast's records that are not Avro, as in {@code demo}: the DLQ is exercised. */
@@ -37,6 +41,7 @@ final class PipelineBench {
   private static final String PASSTHROUGH_INPUT = "passthrough-sends";
   private static final String PASSTHROUGH_OUTPUT = "passthrough-out";
   private static final String WARM_UP = "warm-up-";
+  private static final String SECOND = "-2";
 
   private static final Duration RUNNING_TIMEOUT = Duration.ofMinutes(2);
   private static final Duration POLL_INTERVAL = Duration.ofMillis(50);
@@ -63,18 +68,24 @@ final class PipelineBench {
   record Run(
       long records,
       long inputBytes,
+      int runs,
       long elapsedMs,
       double jvmCpuSeconds,
       Map<ThreadCpu.Share, Double> cpuSecondsByShare,
       double compilationSeconds,
       double redisCpuSeconds) {
     double perSecond() {
-      return records * 1000.0 / Math.max(1, elapsedMs);
+      return recordsInAll() * 1000.0 / Math.max(1, elapsedMs);
+    }
+
+    /** The records of every run this one adds up: the time and CPU figures are theirs. */
+    private long recordsInAll() {
+      return Math.max(1, records * runs);
     }
 
     /** JVM CPU time per record, in microseconds. */
     double jvmCpuMicrosPerRecord() {
-      return jvmCpuSeconds * 1e6 / Math.max(1, records);
+      return jvmCpuSeconds * 1e6 / recordsInAll();
     }
 
     /**
@@ -98,12 +109,32 @@ final class PipelineBench {
 
     /** CPU time per record of one share of the JVM's threads, in microseconds. */
     double cpuMicrosPerRecord(ThreadCpu.Share share) {
-      return cpuSecondsByShare.getOrDefault(share, 0.0) * 1e6 / Math.max(1, records);
+      return cpuSecondsByShare.getOrDefault(share, 0.0) * 1e6 / recordsInAll();
     }
 
     /** Redis CPU time per record, in microseconds. */
     double redisCpuMicrosPerRecord() {
-      return redisCpuSeconds * 1e6 / Math.max(1, records);
+      return redisCpuSeconds * 1e6 / recordsInAll();
+    }
+
+    /**
+     * This run and {@code other}, of the same blast, as one: their times and CPU added up; the
+     * records and input bytes of a run, the fewer of the two, so that a run that lost a send shows.
+     */
+    Run plus(Run other) {
+      Map<ThreadCpu.Share, Double> shares = new EnumMap<>(ThreadCpu.Share.class);
+      shares.putAll(cpuSecondsByShare);
+      other.cpuSecondsByShare.forEach(
+          (share, seconds) -> shares.merge(share, seconds, Double::sum));
+      return new Run(
+          Math.min(records, other.records),
+          Math.min(inputBytes, other.inputBytes),
+          runs + other.runs,
+          elapsedMs + other.elapsedMs,
+          jvmCpuSeconds + other.jvmCpuSeconds,
+          shares,
+          compilationSeconds + other.compilationSeconds,
+          redisCpuSeconds + other.redisCpuSeconds);
     }
   }
 
@@ -141,6 +172,36 @@ final class PipelineBench {
      */
     double redisCpuMicrosPerDecision() {
       return run.redisCpuSeconds() * 1e6 / Math.max(1, redisDecisions);
+    }
+
+    /**
+     * This run and {@code other}, a run of the same blast from the same fresh state, as one: their
+     * costs added up, their decisions, which must be the same, once.
+     */
+    Capped plus(Capped other) {
+      if (allowed != other.allowed
+          || suppressed != other.suppressed
+          || deadLetters != other.deadLetters) {
+        throw new IllegalStateException(
+            String.format(
+                "two capped runs of one blast decided differently: %,d + %,d + %,d and %,d + %,d +"
+                    + " %,d (allowed, suppressed, dead letters)",
+                allowed,
+                suppressed,
+                deadLetters,
+                other.allowed,
+                other.suppressed,
+                other.deadLetters));
+      }
+      return new Capped(
+          run.plus(other.run),
+          split,
+          allowed,
+          suppressed,
+          deadLetters,
+          redisCalls + other.redisCalls,
+          redisDecisions + other.redisDecisions,
+          redisFlushes + other.redisFlushes);
     }
   }
 
@@ -196,16 +257,19 @@ final class PipelineBench {
       if (options.warmUpSends() > 0) {
         warmUp(bootstrap, redis, work);
       }
+      Run passthrough = runPassthrough(PASSTHROUGH_ID, "", bootstrap, redis, work, blast);
       Capped cappedRun = runCapped(capped, bootstrap, redis, blast);
-      Run passthrough =
-          runPassthrough(
-              configs(PASSTHROUGH_ID, bootstrap, redis, work, new Properties()),
-              PASSTHROUGH_INPUT,
-              PASSTHROUGH_OUTPUT,
-              bootstrap,
-              redis,
-              blast);
-      return new Result(cappedRun, passthrough, redis.describe(), PeakMemory.now());
+      // the second capped run on topics, an application id and Redis keys of its own: it decides
+      // from the same fresh state as the first
+      Properties second = topics(t.input() + SECOND, "r");
+      createTopics(bootstrap, second);
+      Capped cappedAgain =
+          runCapped(
+              configs(CAPPED_ID + SECOND, bootstrap, redis, work, second), bootstrap, redis, blast);
+      passthrough =
+          passthrough.plus(runPassthrough(PASSTHROUGH_ID, SECOND, bootstrap, redis, work, blast));
+      return new Result(
+          cappedRun.plus(cappedAgain), passthrough, redis.describe(), PeakMemory.now());
     } finally {
       TempDirs.delete(work);
     }
@@ -214,11 +278,11 @@ final class PipelineBench {
   /**
    * Runs both pipelines once, untimed, on a blast of their own ({@code warmUpSends} sends, other
    * topics, other Redis keys), so that less of the JIT compiler's work and of the interpreted code
-   * before it falls in the timed runs: without it the capped run, which goes first, pays for
-   * compiling the Kafka clients and Streams code that the pass-through run then finds compiled.
-   * Less, not none: C2 goes on compiling for minutes (methods called once per request or batch
-   * reach its thresholds slowly), so the capped run still pays more of it, and the report gives the
-   * JVM's figures without the compiler's threads beside the whole.
+   * before it falls in the timed runs: without it the first timed run pays for compiling the Kafka
+   * clients and Streams code that the later ones find compiled. Less, not none: C2 goes on
+   * compiling for minutes (methods called once per request or batch reach its thresholds slowly),
+   * and the capped runs compile Lettuce's and sendcap's code besides, so the report gives the JVM's
+   * figures without the compiler's threads beside the whole.
    */
   private void warmUp(String bootstrap, BenchRedis redis, Path work) {
     progress.printf(
@@ -226,22 +290,12 @@ final class PipelineBench {
     BlastDriver warm =
         new BlastDriver(
             options.warmUpSends(), options.users(), POISON_RATE, options.seed() + 1, progress);
-    Properties topics = new Properties();
-    topics.setProperty("topic.input", WARM_UP + "sends");
-    topics.setProperty("topic.deliveries", WARM_UP + "deliveries");
-    topics.setProperty("topic.suppressed", WARM_UP + "suppressed");
-    topics.setProperty("topic.dlq", WARM_UP + "dlq");
-    topics.setProperty("cap.redis.key-prefix", "w");
+    Properties topics = topics(WARM_UP + "sends", "w");
+    createTopics(bootstrap, topics);
     KafkaTopics.create(
         bootstrap,
         options.partitions(),
-        List.of(
-            WARM_UP + "sends",
-            WARM_UP + "deliveries",
-            WARM_UP + "suppressed",
-            WARM_UP + "dlq",
-            WARM_UP + PASSTHROUGH_INPUT,
-            WARM_UP + PASSTHROUGH_OUTPUT));
+        List.of(WARM_UP + PASSTHROUGH_INPUT, WARM_UP + PASSTHROUGH_OUTPUT));
     runCapped(configs(WARM_UP + CAPPED_ID, bootstrap, redis, work, topics), bootstrap, redis, warm);
     runPassthrough(
         configs(WARM_UP + PASSTHROUGH_ID, bootstrap, redis, work, new Properties()),
@@ -250,6 +304,29 @@ final class PipelineBench {
         bootstrap,
         redis,
         warm);
+  }
+
+  /**
+   * The settings of a capped run of its own: input {@code input}, outputs named after it, Redis
+   * keys under {@code keyPrefix}.
+   */
+  private static Properties topics(String input, String keyPrefix) {
+    Properties topics = new Properties();
+    topics.setProperty("topic.input", input);
+    topics.setProperty("topic.deliveries", input + "-deliveries");
+    topics.setProperty("topic.suppressed", input + "-suppressed");
+    topics.setProperty("topic.dlq", input + "-dlq");
+    topics.setProperty("cap.redis.key-prefix", keyPrefix);
+    return topics;
+  }
+
+  private void createTopics(String bootstrap, Properties topics) {
+    KafkaTopics.create(
+        bootstrap,
+        options.partitions(),
+        List.of("topic.input", "topic.deliveries", "topic.suppressed", "topic.dlq").stream()
+            .map(topics::getProperty)
+            .toList());
   }
 
   /**
@@ -304,6 +381,29 @@ final class PipelineBench {
       progress.println("stopping the sendcap instance(s)");
       apps.forEach(SendcapApp::close);
     }
+  }
+
+  /** Times the pass-through on topics and an application id named with {@code suffix}. */
+  private Run runPassthrough(
+      String applicationId,
+      String suffix,
+      String bootstrap,
+      BenchRedis redis,
+      Path work,
+      BlastDriver blast) {
+    if (!suffix.isEmpty()) {
+      KafkaTopics.create(
+          bootstrap,
+          options.partitions(),
+          List.of(PASSTHROUGH_INPUT + suffix, PASSTHROUGH_OUTPUT + suffix));
+    }
+    return runPassthrough(
+        configs(applicationId + suffix, bootstrap, redis, work, new Properties()),
+        PASSTHROUGH_INPUT + suffix,
+        PASSTHROUGH_OUTPUT + suffix,
+        bootstrap,
+        redis,
+        blast);
   }
 
   private Run runPassthrough(
@@ -378,6 +478,7 @@ final class PipelineBench {
       return new Run(
           counts.total(),
           produced.join(),
+          1,
           elapsedMs,
           (end.processCpuNanos() - cpu.processCpuNanos()) / 1e9,
           end.since(cpu, applicationId),
