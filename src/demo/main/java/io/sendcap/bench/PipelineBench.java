@@ -41,7 +41,7 @@ final class PipelineBench {
   private static final String PASSTHROUGH_INPUT = "passthrough-sends";
   private static final String PASSTHROUGH_OUTPUT = "passthrough-out";
   private static final String WARM_UP = "warm-up-";
-  private static final String SECOND = "-2";
+  private static final String SECOND = "second-";
 
   private static final Duration RUNNING_TIMEOUT = Duration.ofMinutes(2);
   private static final Duration POLL_INTERVAL = Duration.ofMillis(50);
@@ -237,13 +237,7 @@ final class PipelineBench {
       KafkaTopics.create(
           bootstrap,
           options.partitions(),
-          List.of(
-              t.input(),
-              t.deliveries(),
-              t.suppressed(),
-              t.deadLetters(),
-              PASSTHROUGH_INPUT,
-              PASSTHROUGH_OUTPUT));
+          List.of(t.input(), t.deliveries(), t.suppressed(), t.deadLetters()));
       blast.publishSegments(policies.segmentNames(), bootstrap, t.segments());
       progress.printf(
           "Kafka %s, %s %s; %,d sends over %,d users, %d partitions, %d instance(s)%n",
@@ -257,17 +251,16 @@ final class PipelineBench {
       if (options.warmUpSends() > 0) {
         warmUp(bootstrap, redis, work);
       }
-      Run passthrough = runPassthrough(PASSTHROUGH_ID, "", bootstrap, redis, work, blast);
+      Run passthrough = runPassthrough("", bootstrap, redis, work, blast);
       Capped cappedRun = runCapped(capped, bootstrap, redis, blast);
       // the second capped run on topics, an application id and Redis keys of its own: it decides
       // from the same fresh state as the first
-      Properties second = topics(t.input() + SECOND, "r");
+      Properties second = topics(SECOND, "r");
       createTopics(bootstrap, second);
       Capped cappedAgain =
           runCapped(
-              configs(CAPPED_ID + SECOND, bootstrap, redis, work, second), bootstrap, redis, blast);
-      passthrough =
-          passthrough.plus(runPassthrough(PASSTHROUGH_ID, SECOND, bootstrap, redis, work, blast));
+              configs(SECOND + CAPPED_ID, bootstrap, redis, work, second), bootstrap, redis, blast);
+      passthrough = passthrough.plus(runPassthrough(SECOND, bootstrap, redis, work, blast));
       return new Result(
           cappedRun.plus(cappedAgain), passthrough, redis.describe(), PeakMemory.now());
     } finally {
@@ -290,32 +283,22 @@ final class PipelineBench {
     BlastDriver warm =
         new BlastDriver(
             options.warmUpSends(), options.users(), POISON_RATE, options.seed() + 1, progress);
-    Properties topics = topics(WARM_UP + "sends", "w");
+    Properties topics = topics(WARM_UP, "w");
     createTopics(bootstrap, topics);
-    KafkaTopics.create(
-        bootstrap,
-        options.partitions(),
-        List.of(WARM_UP + PASSTHROUGH_INPUT, WARM_UP + PASSTHROUGH_OUTPUT));
     runCapped(configs(WARM_UP + CAPPED_ID, bootstrap, redis, work, topics), bootstrap, redis, warm);
-    runPassthrough(
-        configs(WARM_UP + PASSTHROUGH_ID, bootstrap, redis, work, new Properties()),
-        WARM_UP + PASSTHROUGH_INPUT,
-        WARM_UP + PASSTHROUGH_OUTPUT,
-        bootstrap,
-        redis,
-        warm);
+    runPassthrough(WARM_UP, bootstrap, redis, work, warm);
   }
 
   /**
-   * The settings of a capped run of its own: input {@code input}, outputs named after it, Redis
-   * keys under {@code keyPrefix}.
+   * The settings of a capped run of its own: topics named with {@code prefix}, Redis keys under
+   * {@code keyPrefix}.
    */
-  private static Properties topics(String input, String keyPrefix) {
+  private static Properties topics(String prefix, String keyPrefix) {
     Properties topics = new Properties();
-    topics.setProperty("topic.input", input);
-    topics.setProperty("topic.deliveries", input + "-deliveries");
-    topics.setProperty("topic.suppressed", input + "-suppressed");
-    topics.setProperty("topic.dlq", input + "-dlq");
+    topics.setProperty("topic.input", prefix + "sends");
+    topics.setProperty("topic.deliveries", prefix + "deliveries");
+    topics.setProperty("topic.suppressed", prefix + "suppressed");
+    topics.setProperty("topic.dlq", prefix + "dlq");
     topics.setProperty("cap.redis.key-prefix", keyPrefix);
     return topics;
   }
@@ -383,24 +366,16 @@ final class PipelineBench {
     }
   }
 
-  /** Times the pass-through on topics and an application id named with {@code suffix}. */
+  /** Runs the pass-through on topics of its own and an application id named with {@code prefix}. */
   private Run runPassthrough(
-      String applicationId,
-      String suffix,
-      String bootstrap,
-      BenchRedis redis,
-      Path work,
-      BlastDriver blast) {
-    if (!suffix.isEmpty()) {
-      KafkaTopics.create(
-          bootstrap,
-          options.partitions(),
-          List.of(PASSTHROUGH_INPUT + suffix, PASSTHROUGH_OUTPUT + suffix));
-    }
+      String prefix, String bootstrap, BenchRedis redis, Path work, BlastDriver blast) {
+    String input = prefix + PASSTHROUGH_INPUT;
+    String output = prefix + PASSTHROUGH_OUTPUT;
+    KafkaTopics.create(bootstrap, options.partitions(), List.of(input, output));
     return runPassthrough(
-        configs(applicationId + suffix, bootstrap, redis, work, new Properties()),
-        PASSTHROUGH_INPUT + suffix,
-        PASSTHROUGH_OUTPUT + suffix,
+        configs(prefix + PASSTHROUGH_ID, bootstrap, redis, work, new Properties()),
+        input,
+        output,
         bootstrap,
         redis,
         blast);

@@ -147,12 +147,7 @@ class SlidingLogScriptIT {
       requests.add(new CapRequest(user, "m" + (i % 500), T0 + i * 1_000L, policy));
     }
     requests = withTimeFloors(requests, 7);
-    List<Decision> actual = new ArrayList<>();
-    try (RedisSlidingLog log = connector.open()) {
-      for (int i = 0; i < requests.size(); i += 7) {
-        actual.addAll(log.decide(requests.subList(i, Math.min(requests.size(), i + 7))));
-      }
-    }
+    List<Decision> actual = decideInBatches(connector, requests, 7);
     assertThat(redis.call("OBJECT", "ENCODING", "s{" + user + "}")).contains("skiplist");
     assertThat(actual).isEqualTo(new SlidingLogModel(RETENTION).decide(requests));
   }
@@ -190,13 +185,20 @@ class SlidingLogScriptIT {
     }
     requests = withTimeFloors(requests, batchSize);
     List<Decision> expected = new SlidingLogModel(RETENTION).decide(requests);
+    List<Decision> actual = decideInBatches(connector, requests, batchSize);
+    assertThat(actual).as("decisions for %s", requests).isEqualTo(expected);
+  }
+
+  /** The script's decisions for {@code requests}, sent in batches of {@code batchSize}. */
+  private static List<Decision> decideInBatches(
+      RedisConnector connector, List<CapRequest> requests, int batchSize) {
     List<Decision> actual = new ArrayList<>();
     try (RedisSlidingLog log = connector.open()) {
       for (int i = 0; i < requests.size(); i += batchSize) {
         actual.addAll(log.decide(requests.subList(i, Math.min(requests.size(), i + batchSize))));
       }
     }
-    assertThat(actual).as("decisions for %s", requests).isEqualTo(expected);
+    return actual;
   }
 
   /**
