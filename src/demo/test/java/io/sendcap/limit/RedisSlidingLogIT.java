@@ -121,6 +121,28 @@ class RedisSlidingLogIT {
     }
   }
 
+  /**
+   * A batch is ready once Redis has answered it, or once its deadline has passed: the stream thread
+   * forwards ready batches without waiting, and leaves the others in flight.
+   */
+  @Test
+  void aBatchIsReadyOnceRedisHasAnsweredOrItsDeadlineHasPassed() {
+    long u = nextUser++;
+    try (RedisSlidingLog log = connector.open()) {
+      log.decide(List.of(send(nextUser++, "first", T0))); // loads the script
+      redisCli().clientPause(1_000); // shorter than cap.redis.timeout.ms
+      CapStore.Pending paused = log.submit(List.of(send(u, "a", T0)));
+      CapStore.Pending late =
+          log.submit(List.of(send(u, "b", T0 + HOUR)), Deadline.in(Duration.ZERO));
+      assertThat(paused.ready()).as("a batch Redis has not answered").isFalse();
+      assertThat(late.ready()).as("a batch past its deadline").isTrue();
+      assertThat(paused.await())
+          .extracting(Decision::outcome)
+          .containsExactly(Decision.Outcome.ALLOWED);
+      assertThat(paused.ready()).as("a batch Redis has answered").isTrue();
+    }
+  }
+
   /** The probe of a send a global cap refused: a replay is recognised, anything else not logged. */
   @Test
   void aProbeRecognisesAReplayAndLogsNothingElse() {

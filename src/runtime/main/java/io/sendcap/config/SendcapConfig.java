@@ -136,8 +136,11 @@ public record SendcapConfig(
     SHADOW
   }
 
-  /** When a task flushes its micro-batch: at {@code maxRecords} or after {@code maxWait}. */
-  public record Batch(int maxRecords, Duration maxWait) {}
+  /**
+   * When a task flushes its micro-batch, at {@code maxRecords} or after {@code maxWait}, and how
+   * many of its batches may be on their way to Redis at once.
+   */
+  public record Batch(int maxRecords, Duration maxWait, int maxInFlight) {}
 
   /** What a send is checked against when Redis cannot be reached. */
   public enum FailureMode {
@@ -290,7 +293,11 @@ public record SendcapConfig(
               + "), so that a WAIT ends, counted, before Redis would count as unreachable");
     }
     Mode mode = r.choice("cap.mode", Mode.class);
-    Batch batch = new Batch(r.integer("batch.max.records"), r.duration("batch.max.wait.ms"));
+    Batch batch =
+        new Batch(
+            r.integer("batch.max.records"),
+            r.duration("batch.max.wait.ms"),
+            r.integer("batch.max.in-flight"));
     Path policies = Installation.resolve(Path.of(r.string("policies.file")));
     Duration segments = r.duration("segments.load.timeout.ms");
     String serde = r.string("avro.serde");

@@ -327,7 +327,18 @@ public final class Settings {
                   duration(
                       "batch.max.wait.ms",
                       "50",
-                      "... or when its oldest send has waited this long."))),
+                      "... or when its oldest send has waited this long."),
+                  integer(
+                      "batch.max.in-flight",
+                      "3",
+                      1,
+                      16,
+                      "How many of a task's batches may be with Redis at once: the stream thread"
+                          + " reads on while\n"
+                          + "Redis decides them, and forwards their decisions in input order. 1"
+                          + " while the policies\n"
+                          + "have global caps (a batch's tokens are reserved from what the batches"
+                          + " before it left)."))),
           new Section(
               "Serialization",
               List.of(

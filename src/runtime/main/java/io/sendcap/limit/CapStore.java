@@ -49,5 +49,14 @@ public interface CapStore extends AutoCloseable {
      * @throws LimiterUnavailableException as {@link CapStore#decide} does
      */
     List<Decision> await();
+
+    /**
+     * Whether {@link #await()} would return at once: the decisions have arrived, or waiting for
+     * them would fail at once (the deadline has passed). A store that answers at once is always
+     * ready.
+     */
+    default boolean ready() {
+      return true;
+    }
   }
 }

@@ -22,6 +22,11 @@ public final class Deadline {
     return new Deadline(System.nanoTime() + budget.toNanos());
   }
 
+  /** Whether the deadline has passed. */
+  public boolean passed() {
+    return nanoTime != Long.MAX_VALUE && System.nanoTime() - nanoTime >= 0;
+  }
+
   /**
    * How long is left of {@code timeout} before this deadline: at most {@code timeout}, never
    * negative.

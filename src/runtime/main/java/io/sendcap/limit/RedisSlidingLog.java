@@ -136,24 +136,36 @@ public final class RedisSlidingLog implements CapStore {
     long flushed = System.nanoTime();
     flush(sent.size(), requests.size());
     flushWaits();
-    CompletableFuture.allOf(
-            futures.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new))
-        .whenComplete(
-            (done, failed) ->
-                connector.roundTrips().record(System.nanoTime() - flushed, TimeUnit.NANOSECONDS));
-    return () -> {
-      if (!loads.isEmpty()) {
-        awaited("SCRIPT LOAD", () -> awaitLoads(loads, answered));
-        if (scriptLoadedAt >= 0) {
-          connector.recordReload();
-          LOG.info(
-              "a connection to Redis at {} was lost; the script was loaded again ahead of a"
-                  + " batch, so that Redis has it before the batch's first call",
-              connector.settings().where());
+    CompletableFuture<Void> answers =
+        CompletableFuture.allOf(
+            futures.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new));
+    answers.whenComplete(
+        (done, failed) ->
+            connector.roundTrips().record(System.nanoTime() - flushed, TimeUnit.NANOSECONDS));
+    return new Pending() {
+      @Override
+      public List<Decision> await() {
+        if (!loads.isEmpty()) {
+          awaited("SCRIPT LOAD", () -> awaitLoads(loads, answered));
+          if (scriptLoadedAt >= 0) {
+            connector.recordReload();
+            LOG.info(
+                "a connection to Redis at {} was lost; the script was loaded again ahead of a"
+                    + " batch, so that Redis has it before the batch's first call",
+                connector.settings().where());
+          }
+          scriptLoadedAt = lost;
         }
-        scriptLoadedAt = lost;
+        return collect(sent, futures, waits, requests, answered);
       }
-      return collect(sent, futures, waits, requests, answered);
+
+      @Override
+      public boolean ready() {
+        return answered.passed()
+            || answers.isDone()
+                && loads.stream().allMatch(RedisFuture::isDone)
+                && waits.stream().allMatch(RedisFuture::isDone);
+      }
     };
   }
 

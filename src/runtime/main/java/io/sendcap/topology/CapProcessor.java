@@ -21,6 +21,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.time.ZoneId;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -55,8 +56,9 @@ import org.slf4j.LoggerFactory;
  * offset: after a crash or a rebalance the task (on this or another instance) reads that stretch of
  * its input again ({@link InputReplay}) and decides the sends then. A batch is flushed when it
  * holds {@code batch.max.records} sends, and by a wall-clock punctuator once its oldest send has
- * waited {@code batch.max.wait.ms}. Deciding a send twice is harmless: the limiter is idempotent by
- * message id.
+ * waited {@code batch.max.wait.ms}; its decisions are forwarded by the next flush, or by the
+ * punctuator once they have arrived, so that the thread reads on while Redis decides. Deciding a
+ * send twice is harmless: the limiter is idempotent by message id.
  *
  * <p>Each batch is decided under one version of the policies, the newest when it is flushed, even
  * if another arrives while it is in flight. Under {@code cap.mode=shadow} a capped send is
@@ -129,7 +131,13 @@ final class CapProcessor
   /** The earliest {@code scheduledAt} of the pending sends, ms; {@code Long.MAX_VALUE} if none. */
   private long earliestPending = Long.MAX_VALUE;
 
-  private InFlight inFlight;
+  /**
+   * The batches submitted to the cap store whose decisions have not been forwarded yet, oldest
+   * first: at most {@code batch.max.in-flight}, and one while the policies have global caps. Kafka
+   * Streams often hands one task many records in a row: with one batch in flight, the thread would
+   * wait for Redis at each of that task's flushes instead of reading on while Redis decides.
+   */
+  private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
 
   private ProcessorContext<byte[], OutputRecord> context;
   private PendingBuffer buffer;
@@ -180,7 +188,7 @@ final class CapProcessor
     this.buffer = new PendingBuffer(store);
     // Kafka Streams may close and init the same instance again (a revived task): what the buffer
     // holds now, as restored, is all there is to go by.
-    inFlight = null;
+    inFlight.clear();
     pending = new ByOffset<>();
     earliestPending = Long.MAX_VALUE;
     TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
@@ -226,7 +234,7 @@ final class CapProcessor
     mark();
     if (undecided.draining()) {
       flush();
-      complete();
+      completeAll();
     } else if (pending.size() >= config.batch().maxRecords()) {
       flush();
     }
@@ -299,11 +307,15 @@ final class CapProcessor
    * entries instead.
    */
   private void mark() {
-    ByOffset<Held> sends = inFlight == null ? pending : inFlight.sends();
-    int oldest = sends.indexAbove(earlierUntil);
-    if (oldest == sends.size() && sends != pending) {
-      sends = pending;
-      oldest = sends.indexAbove(earlierUntil);
+    ByOffset<Held> sends = pending;
+    int oldest = pending.indexAbove(earlierUntil);
+    for (InFlight batch : inFlight) {
+      int first = batch.sends().indexAbove(earlierUntil);
+      if (first < batch.sends().size()) {
+        sends = batch.sends();
+        oldest = first;
+        break;
+      }
     }
     if (oldest == sends.size()) {
       if (marked != null) {
@@ -318,13 +330,21 @@ final class CapProcessor
 
   private void punctuate(long wallTime) {
     quotas.sweep();
-    complete();
+    if (undecided.draining()) {
+      completeAll();
+    } else {
+      // a batch whose decisions are still on their way is forwarded at a later tick or by a later
+      // flush: waiting here would keep this thread from reading while Redis decides
+      while (!inFlight.isEmpty() && inFlight.peekFirst().decisions().ready()) {
+        complete();
+      }
+    }
     if (!pending.isEmpty()
         && (undecided.draining()
             || wallTime - oldestPendingSince >= config.batch().maxWait().toMillis())) {
       flush();
       if (undecided.draining()) {
-        complete();
+        completeAll();
       }
     }
   }
@@ -366,22 +386,30 @@ final class CapProcessor
       CapStore.Pending decisions,
       long now,
       long timeFloor,
+      long earliest,
       Deadline deadline) {}
 
   /**
-   * Forwards the batch in flight, if any, then submits the pending sends and keeps them in flight
-   * while the next batch fills: Redis decides one batch while this thread reads the next. While the
-   * limiter is unreachable in block mode, the sends stay pending instead.
+   * Submits the pending sends and keeps them in flight while the next batches fill: Redis decides
+   * while this thread reads on. The oldest batches in flight are forwarded first while there are
+   * {@code batch.max.in-flight} of them, or any at all when the policies have global caps (a
+   * batch's tokens are reserved from what the batches before it left). While the limiter is
+   * unreachable in block mode, the sends stay pending instead.
    */
   private void flush() {
-    complete();
+    Rules batchRules = rules();
+    int keep =
+        batchRules.version().policies().global().isEmpty() ? config.batch().maxInFlight() - 1 : 0;
+    while (inFlight.size() > keep) {
+      complete();
+    }
     if (backpressure.holding()) {
       return;
     }
     long now = wallClock.millis();
-    Rules batchRules = rules();
     ByOffset<Held> sends = pending;
     long floor = timeFloor(now);
+    long earliest = earliestPending;
     pending = new ByOffset<>(config.batch().maxRecords());
     earliestPending = Long.MAX_VALUE;
     meters.batch(sends.size());
@@ -395,7 +423,7 @@ final class CapProcessor
               : BatchTokens.reserve(
                   quotas, global, scheduled(sends), send -> decisionTime(send, now), deadline);
     } catch (LimiterUnavailableException e) {
-      inFlight =
+      inFlight.addLast(
           new InFlight(
               sends,
               batchRules,
@@ -405,7 +433,8 @@ final class CapProcessor
               failed(e),
               now,
               floor,
-              deadline);
+              earliest,
+              deadline));
       return;
     }
     List<Long> asked = new ArrayList<>(sends.size());
@@ -418,7 +447,7 @@ final class CapProcessor
         requests.add(tokens.isRefused(sends.offset(i)) ? request.asProbe() : request);
       }
     }
-    inFlight =
+    inFlight.addLast(
         new InFlight(
             sends,
             batchRules,
@@ -428,20 +457,27 @@ final class CapProcessor
             submit(requests, deadline),
             now,
             floor,
-            deadline);
+            earliest,
+            deadline));
   }
 
   /**
    * The earliest decision time that a send decided from this batch on may have: log entries no such
    * decision can count may be evicted. Under the wall clock, now; under the event clock, the
-   * earliest {@code scheduledAt} of the pending sends, or of a send still admissible later ({@code
+   * earliest {@code scheduledAt} of the pending sends, of the batches in flight (which the limiter
+   * may fail to decide, to be submitted again), or of a send still admissible later ({@code
    * cap.max-skew.ms} behind the stream time), whichever is earlier.
    */
   private long timeFloor(long now) {
     if (config.limiter().clock() != SendcapConfig.Clock.EVENT) {
       return now;
     }
-    return Math.min(earliestPending, context.currentStreamTimeMs() - config.maxSkew().toMillis());
+    long floor =
+        Math.min(earliestPending, context.currentStreamTimeMs() - config.maxSkew().toMillis());
+    for (InFlight batch : inFlight) {
+      floor = Math.min(floor, batch.earliest());
+    }
+    return floor;
   }
 
   private static TreeMap<Long, ScheduledSend> scheduled(ByOffset<Held> sends) {
@@ -467,19 +503,26 @@ final class CapProcessor
     };
   }
 
+  /** Forwards every batch in flight, oldest first. */
+  private void completeAll() {
+    while (!inFlight.isEmpty()) {
+      complete();
+    }
+  }
+
   /**
-   * Waits for the batch in flight and forwards its outputs in input order, then moves the mark past
-   * its sends. If the limiter could not be reached, {@code cap.redis.failure-mode} decides: under
-   * {@code block} the sends go back to the pending ones, in offset order, to be submitted again
-   * once the limiter answers.
+   * Waits for the oldest batch in flight and forwards its outputs in input order, then moves the
+   * mark past its sends. If the limiter could not be reached, {@code cap.redis.failure-mode}
+   * decides: under {@code block} the sends of every batch in flight go back to the pending ones, in
+   * offset order, to be submitted again once the limiter answers.
    */
   private void complete() {
-    if (inFlight == null) {
+    if (inFlight.isEmpty()) {
       return;
     }
     // the batch stays in flight until it is settled: if waiting for it fails otherwise (a task
     // corrupted), close() still accounts for its sends and forfeits its tokens
-    InFlight batch = inFlight;
+    InFlight batch = inFlight.peekFirst();
     List<Decision> decisions;
     try {
       decisions = batch.decisions().await();
@@ -492,8 +535,14 @@ final class CapProcessor
         batch.tokens().forfeit();
       }
       if (mode == SendcapConfig.FailureMode.BLOCK) {
-        inFlight = null;
+        // the later batches too, whatever Redis answers them: their sends are decided after these
+        inFlight.removeFirst();
         batch.sends().forEach(this::hold);
+        for (InFlight later : inFlight) {
+          later.tokens().forfeit();
+          later.sends().forEach(this::hold);
+        }
+        inFlight.clear();
         backpressure.unavailable(e, pending.size());
         return;
       }
@@ -502,7 +551,7 @@ final class CapProcessor
           batch.requests().size(),
           mode,
           e.getMessage());
-      inFlight = null;
+      inFlight.removeFirst();
       forward(batch, null, batch.tokens().refused());
       return;
     }
@@ -521,7 +570,7 @@ final class CapProcessor
       batch.tokens().settle(offset, decision);
     }
     secondChance(batch, decided, refused);
-    inFlight = null;
+    inFlight.removeFirst();
     forward(batch, decided, refused);
   }
 
@@ -695,12 +744,14 @@ final class CapProcessor
       punctuator.cancel();
       punctuator = null;
     }
-    undecided.remove(pending.size() + (inFlight == null ? 0 : inFlight.sends().size()));
-    if (inFlight != null) {
-      inFlight.tokens().forfeit();
+    int held = pending.size();
+    for (InFlight batch : inFlight) {
+      held += batch.sends().size();
+      batch.tokens().forfeit();
     }
+    undecided.remove(held);
     pending = new ByOffset<>();
-    inFlight = null;
+    inFlight.clear();
     if (capStore != null) {
       capStore.close();
       capStore = null;

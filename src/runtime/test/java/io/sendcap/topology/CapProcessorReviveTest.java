@@ -13,6 +13,7 @@ import io.sendcap.config.Policies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.CapStore;
+import io.sendcap.limit.Decision;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.QuotaCounters;
@@ -29,6 +30,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.kafka.common.TopicPartition;
@@ -58,20 +60,30 @@ class CapProcessorReviveTest {
   private final SlidingLogModel model = new SlidingLogModel(Duration.ZERO);
   private final CapProcessor processor = processor(() -> model);
 
+  private static final InputReplay NO_REPLAY =
+      (partition, from, each) -> {
+        throw new AssertionError("a task restored from nothing read its input again");
+      };
+
   private CapProcessor processor(Supplier<CapStore> stores) {
-    return processor(
-        stores,
-        (partition, from, each) -> {
-          throw new AssertionError("a task restored from nothing read its input again");
-        });
+    return processor(stores, NO_REPLAY);
   }
 
+  /**
+   * A processor flushing batches of two sends, with one batch in flight at a time: most tests here
+   * follow a task batch by batch.
+   */
   private CapProcessor processor(Supplier<CapStore> stores, InputReplay replay) {
+    return processor(stores, replay, 1);
+  }
+
+  private CapProcessor processor(Supplier<CapStore> stores, InputReplay replay, int inFlight) {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", "unused:9092");
     p.setProperty("cap.clock", "event");
     p.setProperty("batch.max.records", "2");
     p.setProperty("batch.max.wait.ms", "60000");
+    p.setProperty("batch.max.in-flight", Integer.toString(inFlight));
     SendcapConfig config = SendcapConfig.from(p, "test");
     LivePolicies policies =
         new LivePolicies(
@@ -197,6 +209,158 @@ class CapProcessorReviveTest {
       ids.add(((Delivery) forwarded.record().value().record()).getSend().getMessageId());
     }
     return ids;
+  }
+
+  /**
+   * A store whose answers arrive when the test says so: {@code answer(i)} delivers the decisions of
+   * the i-th batch submitted (from 0); each batch's decisions are the model's, made when it was
+   * submitted, as Redis decides in the order calls come. Records the batches waited for before
+   * their answers had arrived.
+   */
+  private final class Answers implements CapStore {
+    final List<AtomicBoolean> arrived = new ArrayList<>();
+    final List<Integer> waitedFor = new ArrayList<>();
+    final List<Long> timeFloors = new ArrayList<>(); // each batch's, as its first request has it
+    int failFirst; // how many of the first batches the limiter fails to decide
+
+    void answer(int batch) {
+      arrived.get(batch).set(true);
+    }
+
+    @Override
+    public Pending submit(List<CapRequest> requests) {
+      int batch = arrived.size();
+      timeFloors.add(requests.get(0).timeFloor());
+      AtomicBoolean answered = new AtomicBoolean();
+      arrived.add(answered);
+      Pending decided =
+          batch < failFirst
+              ? () -> {
+                throw new LimiterUnavailableException("timed out", null);
+              }
+              : model.submit(requests);
+      return new Pending() {
+        @Override
+        public List<Decision> await() {
+          if (!answered.get()) {
+            waitedFor.add(batch);
+          }
+          return decided.await();
+        }
+
+        @Override
+        public boolean ready() {
+          return answered.get();
+        }
+      };
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  private static void punctuate(MockProcessorContext<byte[], OutputRecord> context) {
+    context.scheduledPunctuators().get(0).getPunctuator().punctuate(T0.toEpochMilli());
+  }
+
+  private static long markedFrom(MockProcessorContext<byte[], OutputRecord> context) {
+    return new PendingBuffer(context.getStateStore(SendcapTopology.PENDING_STORE)).mark().from();
+  }
+
+  /**
+   * With three batches in flight, a punctuation forwards those whose decisions have arrived, oldest
+   * first, stops at the first still on its way without waiting for it, and the mark stays at the
+   * oldest undecided send; a flush waits only when it finds three in flight, and for the oldest.
+   */
+  @Test
+  void batchesInFlightAreForwardedInInputOrderOnceTheirDecisionsHaveArrived() {
+    Answers redis = new Answers();
+    CapProcessor pipelined = processor(() -> redis, NO_REPLAY, 3);
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
+    pipelined.init(context);
+    for (int offset = 0; offset <= 5; offset++) {
+      process(pipelined, context, offset); // three batches of two, all in flight
+    }
+    assertThat(redis.arrived).hasSize(3);
+    assertThat(decided(context)).isEmpty();
+
+    redis.answer(1);
+    punctuate(context);
+    assertThat(decided(context)).as("the second batch, answered before the first").isEmpty();
+    assertThat(markedFrom(context)).isZero();
+
+    redis.answer(0);
+    punctuate(context);
+    assertThat(decided(context)).containsExactly("m0", "m1", "m2", "m3");
+    assertThat(markedFrom(context)).isEqualTo(4);
+
+    for (int offset = 6; offset <= 9; offset++) {
+      process(pipelined, context, offset); // two more batches: three in flight again
+    }
+    assertThat(redis.waitedFor).as("batches waited for before their answers").isEmpty();
+    process(pipelined, context, 10);
+    process(pipelined, context, 11); // a sixth batch: its flush waits for the third
+    assertThat(redis.waitedFor).containsExactly(2);
+    assertThat(decided(context)).containsExactly("m0", "m1", "m2", "m3", "m4", "m5");
+
+    redis.answer(3);
+    redis.answer(4);
+    redis.answer(5);
+    punctuate(context);
+    assertThat(decided(context))
+        .containsExactly("m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11");
+    assertThat(undecided.count()).as("sends read and not decided").isZero();
+    assertThat(committed(context)).as("the mark, once everything is decided").isEmpty();
+  }
+
+  /**
+   * When the limiter fails to decide the oldest of several batches in flight (block mode), the
+   * later ones go back with it, whatever Redis answers them, and every send is decided once, in
+   * input order, when the sends are submitted again (those Redis logged meanwhile as replays).
+   */
+  @Test
+  void batchesInFlightBehindOneTheLimiterFailedAreDecidedAgainInInputOrder() {
+    Answers redis = new Answers();
+    redis.failFirst = 1;
+    CapProcessor pipelined = processor(() -> redis, NO_REPLAY, 3);
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
+    pipelined.init(context);
+    for (int offset = 0; offset <= 5; offset++) {
+      process(pipelined, context, offset);
+    }
+    redis.answer(0);
+    redis.answer(1);
+    redis.answer(2);
+    punctuate(context); // the first fails: all six go back to the pending sends
+    assertThat(decided(context)).isEmpty();
+    assertThat(markedFrom(context)).isZero();
+
+    process(pipelined, context, 6); // flushes the seven held, in input order, as one batch
+    redis.answer(3);
+    punctuate(context);
+
+    assertThat(decided(context)).containsExactly("m0", "m1", "m2", "m3", "m4", "m5", "m6");
+    assertThat(redis.waitedFor).isEmpty();
+    assertThat(undecided.count()).as("sends read and not decided").isZero();
+  }
+
+  /**
+   * A batch in flight may yet fail and be submitted again, so the batches after it must not let
+   * Redis evict what its sends' decisions count: their time floor is at most its earliest send.
+   */
+  @Test
+  void aBatchSubmittedBehindOthersInFlightKeepsTheirSendsAboveItsTimeFloor() {
+    Answers redis = new Answers();
+    CapProcessor pipelined = processor(() -> redis, NO_REPLAY, 3);
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
+    pipelined.init(context);
+    Input input = new Input();
+    input.process(pipelined, context, 0, day(9));
+    input.process(pipelined, context, 1, day(3)); // six days behind: in flight with the first
+    input.process(pipelined, context, 2, day(11)); // the stream time: admissible from day 4 on
+    input.process(pipelined, context, 3, day(11));
+
+    assertThat(redis.timeFloors).containsExactly(day(2).toEpochMilli(), day(3).toEpochMilli());
   }
 
   @Test
