@@ -70,9 +70,12 @@ record Run(
         driver.advanceWallClockTime(Duration.ofMillis(in.tickMs()));
       }
     }
-    // A partial batch is flushed once it has waited batch.max.wait.ms, and forwarded at the next
-    // tick after its answer.
-    for (int i = 0; i < 10 && undecided.count() > 0; i++) {
+    // A partial batch is flushed once it has waited batch.max.wait.ms, and forwarded at a tick
+    // once its answer is in. The driver's clock is not Redis's: a tick may come before the answer,
+    // so the sends still in flight then are drained, as before a clean shutdown, which waits.
+    driver.advanceWallClockTime(Duration.ofMillis(1100));
+    if (undecided.count() > 0) {
+      undecided.startDraining();
       driver.advanceWallClockTime(Duration.ofMillis(1100));
     }
     return collect(s, policies, driver);
