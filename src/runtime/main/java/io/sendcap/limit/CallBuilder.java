@@ -130,7 +130,6 @@ final class CallBuilder {
     }
   }
 
-  /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */
   /**
    * The last period worked out for each kind of calendar cap and zone: a batch's sends share few.
    */
@@ -150,6 +149,7 @@ final class CallBuilder {
     return period;
   }
 
+  /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */
   private Shape shape(Policy policy, Channel channel) {
     Shape[] byChannel = shapes.computeIfAbsent(policy, p -> new Shape[Channel.values().length]);
     Shape shape = byChannel[channel.ordinal()];
