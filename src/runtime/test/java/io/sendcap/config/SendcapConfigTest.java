@@ -157,7 +157,7 @@ class SendcapConfigTest {
         .isEqualTo(defaults.liveness())
         .isEqualTo(new SendcapConfig.Liveness(5, Duration.ofMinutes(10)));
     assertThat(defaults.streams().getProperty("processing.guarantee")).isEqualTo("exactly_once_v2");
-    assertThat(defaults.batch()).isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50), 3));
+    assertThat(defaults.batch()).isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50), 1));
     assertThat(defaults.limiter().failureMode()).isEqualTo(SendcapConfig.FailureMode.BLOCK);
   }
 
