@@ -335,9 +335,9 @@ public final class Settings {
                       16,
                       "How many of a task's batches may be with Redis at once: with more than one,"
                           + " the stream\n"
-                          + "thread reads on while Redis decides them (bench pipeline: about a"
-                          + " third more sends/s\n"
-                          + "at 3), but if Redis restarts while a batch waits, a later batch"
+                          + "thread reads on while Redis decides them (bench pipeline: 28% more"
+                          + " sends/s at\n"
+                          + "3), but if Redis restarts while a batch waits, a later batch"
                           + " queued meanwhile can\n"
                           + "be decided before it (see README). 1 while the policies have global"
                           + " caps."))),
