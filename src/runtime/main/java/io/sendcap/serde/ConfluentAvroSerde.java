@@ -2,6 +2,7 @@ package io.sendcap.serde;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -66,8 +67,13 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
   public static final int HEADER_BYTES = 5;
 
   private static final int READER_CACHE_CAPACITY = SchemaRegistryClient.DEFAULT_CACHE_CAPACITY;
-  private static final ThreadLocal<BinaryEncoder> ENCODER = new ThreadLocal<>();
-  private static final ThreadLocal<BinaryDecoder> DECODER = new ThreadLocal<>();
+  // Each thread's encoder and decoder, reused from record to record; never null, as
+  // SingleObjectAvroSerde's.
+  private static final ThreadLocal<BinaryEncoder> ENCODER =
+      ThreadLocal.withInitial(
+          () -> EncoderFactory.get().binaryEncoder(OutputStream.nullOutputStream(), null));
+  private static final ThreadLocal<BinaryDecoder> DECODER =
+      ThreadLocal.withInitial(() -> DecoderFactory.get().binaryDecoder(new byte[0], null));
 
   private final String name;
   private final Schema schema;

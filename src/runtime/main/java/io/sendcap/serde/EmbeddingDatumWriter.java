@@ -19,9 +19,17 @@ import org.apache.avro.specific.SpecificRecordBase;
  * #write(Object, Encoder, Object, byte[])}.
  */
 final class EmbeddingDatumWriter<T> extends SpecificDatumWriter<T> {
-  private record Embedding(Object top, Object nested, byte[] body) {}
+  /** What one thread's current write embeds; empty (a null top) between writes. */
+  private static final class Embedding {
+    private Object top;
+    private Object nested;
+    private byte[] body;
+  }
 
-  private final ThreadLocal<Embedding> embedding = new ThreadLocal<>();
+  // One holder per thread, kept and cleared rather than set and removed: removing a thread-local
+  // takes ThreadLocal's stale-entry paths, which differ on a new thread and had the compiled
+  // writer thrown away and compiled again for each new stream thread (BENCHMARKS.md).
+  private final ThreadLocal<Embedding> embedding = ThreadLocal.withInitial(Embedding::new);
 
   EmbeddingDatumWriter(Schema schema, SpecificData model) {
     super(schema, model);
@@ -37,18 +45,23 @@ final class EmbeddingDatumWriter<T> extends SpecificDatumWriter<T> {
       write(datum, out);
       return;
     }
-    embedding.set(new Embedding(datum, nested, body));
+    Embedding e = embedding.get();
+    e.top = datum;
+    e.nested = nested;
+    e.body = body;
     try {
       write(datum, out);
     } finally {
-      embedding.remove();
+      e.top = null;
+      e.nested = null;
+      e.body = null;
     }
   }
 
   @Override
   protected void writeRecord(Schema schema, Object datum, Encoder out) throws IOException {
     Embedding e = embedding.get();
-    if (e == null || datum != e.top()) {
+    if (datum != e.top) {
       super.writeRecord(schema, datum, out);
       return;
     }
@@ -60,8 +73,8 @@ final class EmbeddingDatumWriter<T> extends SpecificDatumWriter<T> {
     SpecificRecordBase record = (SpecificRecordBase) datum;
     for (Schema.Field f : schema.getFields()) {
       Object value = record.get(f.pos());
-      if (value == e.nested()) {
-        out.writeFixed(e.body());
+      if (value == e.nested) {
+        out.writeFixed(e.body);
         continue;
       }
       Conversion<?> conversion = record.getConversion(f.pos());

@@ -53,8 +53,13 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
   /** Each thread's output buffer and encoder, reused from record to record. */
   private static final ThreadLocal<Output> OUTPUT = ThreadLocal.withInitial(Output::new);
 
-  /** Each thread's decoder of records in this serde's own schema, reused from record to record. */
-  private static final ThreadLocal<BinaryDecoder> INPUT = new ThreadLocal<>();
+  /**
+   * Each thread's decoder of records in this serde's own schema, reused from record to record.
+   * Never null, not even on a thread's first record: code compiled while no thread saw a null here
+   * would be thrown away and compiled again for every new stream thread (BENCHMARKS.md).
+   */
+  private static final ThreadLocal<BinaryDecoder> INPUT =
+      ThreadLocal.withInitial(() -> DecoderFactory.get().binaryDecoder(new byte[0], null));
 
   private final String name;
   private final Schema schema;

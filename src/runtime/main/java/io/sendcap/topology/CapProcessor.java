@@ -189,7 +189,9 @@ final class CapProcessor
     // Kafka Streams may close and init the same instance again (a revived task): what the buffer
     // holds now, as restored, is all there is to go by.
     inFlight.clear();
-    pending = new ByOffset<>();
+    // a batch's room from the start: a task that grew its first batch would take a branch that the
+    // compiled code of running tasks has never seen, and have it compiled again
+    pending = new ByOffset<>(config.batch().maxRecords());
     earliestPending = Long.MAX_VALUE;
     TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
     earlier.forEach((offset, entry) -> hold(offset, Held.earlier(entry)));
