@@ -12,7 +12,14 @@ import io.sendcap.limit.GlobalQuotas;
 import java.time.Instant;
 import org.apache.avro.specific.SpecificRecord;
 
-/** Turns decisions into the records of the output topics. */
+/**
+ * Turns decisions into the records of the output topics.
+ *
+ * <p>The records of every send are built with their generated all-args constructors, whose
+ * arguments are the schema's fields in order: a builder validates each field it is given and copies
+ * the default of each one it is not, which showed in the stream thread's profile (BENCHMARKS.md).
+ * The rarer records (global caps, an unreachable limiter) keep the builders' named setters.
+ */
 final class Outcomes {
   private Outcomes() {}
 
@@ -21,33 +28,40 @@ final class Outcomes {
     if (decision.allowed()) {
       return delivery(send, policy.segment(), decidedAt, false);
     }
-    Suppression.Builder s =
-        Suppression.newBuilder()
-            .setSend(send)
-            .setSegment(policy.segment())
-            .setDecidedAt(Instant.ofEpochMilli(decidedAt))
-            .setNextEligibleAt(Instant.ofEpochMilli(decision.nextEligibleAt()));
+    Instant decided = Instant.ofEpochMilli(decidedAt);
+    Instant nextEligible = Instant.ofEpochMilli(decision.nextEligibleAt());
     if (decision.outcome() == Decision.Outcome.CAPPED) {
       Cap cap = policy.caps().get(decision.capIndex());
-      s.setReason(SuppressionReason.CAP)
-          .setCapWindow(cap.name())
-          .setCapWindowMs(cap.window().toMillis())
-          .setCapLimit(cap.limit())
-          .setCapCount(decision.count());
-    } else {
-      s.setReason(SuppressionReason.MIN_INTERVAL);
+      return new Suppression(
+          send,
+          policy.segment(),
+          SuppressionReason.CAP,
+          /* capWindow */ cap.name(),
+          /* capWindowMs */ cap.window().toMillis(),
+          /* capLimit */ cap.limit(),
+          /* capCount */ decision.count(),
+          decided,
+          nextEligible,
+          /* globalCap */ null,
+          /* shadow */ false);
     }
-    return s.build();
+    return new Suppression(
+        send,
+        policy.segment(),
+        SuppressionReason.MIN_INTERVAL,
+        null,
+        null,
+        null,
+        null,
+        decided,
+        nextEligible,
+        null,
+        false);
   }
 
   /** The record for a send delivered without a decision of the limiter. */
   static Delivery delivery(ScheduledSend send, String segment, long decidedAt, boolean failOpen) {
-    return Delivery.newBuilder()
-        .setSend(send)
-        .setSegment(segment)
-        .setDecidedAt(Instant.ofEpochMilli(decidedAt))
-        .setFailOpen(failOpen)
-        .build();
+    return new Delivery(send, segment, Instant.ofEpochMilli(decidedAt), failOpen);
   }
 
   /**
