@@ -156,6 +156,7 @@ public final class RedisSlidingLog implements CapStore {
           }
           scriptLoadedAt = lost;
         }
+        awaitAll(answers, answered);
         return collect(sent, futures, waits, requests, answered);
       }
 
@@ -561,6 +562,22 @@ public final class RedisSlidingLog implements CapStore {
   private void flush(int calls, int decisions) {
     connection.flushCommands();
     connector.recordFlush(calls, decisions);
+  }
+
+  /**
+   * Waits until every call of a batch has its answer or has failed, at most until {@code deadline};
+   * which did what, {@link #collect} reads. Waiting for the calls one by one instead woke this
+   * thread for each reply that came in while it waited, and the client's thread to wake it.
+   */
+  private void awaitAll(CompletableFuture<Void> answers, Deadline deadline) {
+    try {
+      answers.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      // a call failed (refused with NOSCRIPT, say) or the deadline passed: collect says which
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw unavailable("EVALSHA", e);
+    }
   }
 
   /** Returns the reply, or null if the node did not have the script. */
