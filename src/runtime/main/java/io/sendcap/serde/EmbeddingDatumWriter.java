@@ -45,14 +45,11 @@ final class EmbeddingDatumWriter<T> extends SpecificDatumWriter<T> {
     void write(Object value, Encoder out) throws IOException;
   }
 
-  private final Schema root;
-
   /** The writers of the root record's fields, in order; null for a field Avro's writer writes. */
   private final FieldWriter[] fieldWriters;
 
   EmbeddingDatumWriter(Schema schema, SpecificData model) {
     super(schema, model);
-    this.root = schema;
     this.fieldWriters =
         schema.getType() == Schema.Type.RECORD
             ? schema.getFields().stream().map(f -> writerOf(f.schema())).toArray(FieldWriter[]::new)
@@ -141,8 +138,9 @@ final class EmbeddingDatumWriter<T> extends SpecificDatumWriter<T> {
     // for those it sees most (the inputs, in a JVM that also produces them), it costs the outputs
     // a slow call per field.
     SpecificRecordBase record = (SpecificRecordBase) datum;
+    // the record that embeds is the one write() was given, written under the root schema
     List<Schema.Field> fields = schema.getFields();
-    FieldWriter[] writers = schema == root ? fieldWriters : new FieldWriter[fields.size()];
+    FieldWriter[] writers = fieldWriters;
     for (int i = 0; i < writers.length; i++) {
       Schema.Field f = fields.get(i);
       Object value = record.get(f.pos());

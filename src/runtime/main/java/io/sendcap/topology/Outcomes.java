@@ -49,14 +49,14 @@ final class Outcomes {
         send,
         policy.segment(),
         SuppressionReason.MIN_INTERVAL,
-        null,
-        null,
-        null,
-        null,
+        /* capWindow */ null,
+        /* capWindowMs */ null,
+        /* capLimit */ null,
+        /* capCount */ null,
         decided,
         nextEligible,
-        null,
-        false);
+        /* globalCap */ null,
+        /* shadow */ false);
   }
 
   /** The record for a send delivered without a decision of the limiter. */
