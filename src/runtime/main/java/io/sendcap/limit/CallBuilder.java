@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -78,10 +79,10 @@ final class CallBuilder {
 
   /** The sends of one call being assembled. */
   private final class Group {
-    private final List<byte[]> keys = new ArrayList<>();
-    private final List<byte[]> sendArgs = new ArrayList<>();
-    private final List<Integer> indexes = new ArrayList<>();
-    private final List<int[]> capIndexes = new ArrayList<>();
+    private final List<byte[]> keys = new ArrayList<>(sendsPerCall);
+    private final List<byte[]> sendArgs = new ArrayList<>(3 * sendsPerCall);
+    private final int[] indexes = new int[sendsPerCall];
+    private final List<int[]> capIndexes = new ArrayList<>(sendsPerCall);
     private final Map<Shape, byte[]> shapeIndexes = new IdentityHashMap<>();
     private final List<Shape> used = new ArrayList<>();
     private int nextShapeIndex = 3;
@@ -100,20 +101,18 @@ final class CallBuilder {
         nextShapeIndex += shape.args().size();
         shapeIndexes.put(shape, number);
       }
+      indexes[keys.size()] = index;
       keys.add(key);
-      indexes.add(index);
       capIndexes.add(shape.capIndexes());
       timeFloor = Math.min(timeFloor, r.timeFloor());
       long now = r.now();
       sendArgs.add(Resp.decimal(now));
       sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
       sendArgs.add(r.probe() ? probe(number) : number);
-      for (Cap cap : shape.caps()) {
-        if (cap.kind() != Cap.Kind.ROLLING) {
-          CalendarPeriods.Period period = period(cap.kind(), now, r.effectiveZone());
-          sendArgs.add(Resp.decimal(period.start()));
-          sendArgs.add(Resp.decimal(period.end()));
-        }
+      for (Cap.Kind kind : shape.calendars()) {
+        CalendarPeriods.Period period = period(kind, now, r.effectiveZone());
+        sendArgs.add(Resp.decimal(period.start()));
+        sendArgs.add(Resp.decimal(period.end()));
       }
     }
 
@@ -126,7 +125,7 @@ final class CallBuilder {
       }
       args.addAll(sendArgs);
       ScriptCall call = new ScriptCall(keys.toArray(new byte[0][]), args.toArray(new byte[0][]));
-      return new Call(call, indexes.stream().mapToInt(Integer::intValue).toArray(), capIndexes);
+      return new Call(call, Arrays.copyOf(indexes, keys.size()), capIndexes);
     }
   }
 
@@ -169,10 +168,11 @@ final class CallBuilder {
   }
 
   /**
-   * The caps of a policy that apply to sends on one channel, with their indexes in the policy and
-   * their encoding as script arguments.
+   * The caps of a policy that apply to sends on one channel, with their indexes in the policy, the
+   * kinds of its calendar caps in order (each send carries their current periods) and their
+   * encoding as script arguments.
    */
-  private record Shape(List<Cap> caps, int[] capIndexes, List<byte[]> args) {
+  private record Shape(List<Cap> caps, int[] capIndexes, Cap.Kind[] calendars, List<byte[]> args) {
     static Shape of(Policy policy, Channel channel, long retentionMs, long disorderMs) {
       List<Cap> caps = policy.caps().stream().filter(c -> c.appliesTo(channel)).toList();
       int[] indexes = caps.stream().mapToInt(policy.caps()::indexOf).toArray();
@@ -191,7 +191,12 @@ final class CallBuilder {
         args.add(Resp.decimal(cap.channel() == null ? 0 : MessageIds.channelCode(cap.channel())));
         args.add(counterIdentity(cap));
       }
-      return new Shape(caps, indexes, List.copyOf(args));
+      Cap.Kind[] calendars =
+          caps.stream()
+              .map(Cap::kind)
+              .filter(kind -> kind != Cap.Kind.ROLLING)
+              .toArray(Cap.Kind[]::new);
+      return new Shape(caps, indexes, calendars, List.copyOf(args));
     }
 
     /** The script's code for how the cap counts. */
