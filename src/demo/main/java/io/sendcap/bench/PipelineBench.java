@@ -61,9 +61,10 @@ final class PipelineBench {
       int warmUpSends) {}
 
   /**
-   * One timed run: records read from its output topics, bytes produced to its input, and the CPU
-   * time used meanwhile by this JVM (broker, instances, producer, reader), by the application's
-   * threads within it (by {@link ThreadCpu.Share}), and by Redis.
+   * One timed run: records read from its output topics, bytes produced to its input, the CPU time
+   * used meanwhile by this JVM (broker, instances, producer, reader), by the application's threads
+   * within it (by {@link ThreadCpu.Share}), and by Redis, and the JVM's minor page faults (-1 if
+   * unknown).
    */
   record Run(
       long records,
@@ -73,7 +74,8 @@ final class PipelineBench {
       double jvmCpuSeconds,
       Map<ThreadCpu.Share, Double> cpuSecondsByShare,
       double compilationSeconds,
-      double redisCpuSeconds) {
+      double redisCpuSeconds,
+      long minorFaults) {
     double perSecond() {
       return recordsInAll() * 1000.0 / Math.max(1, elapsedMs);
     }
@@ -118,6 +120,14 @@ final class PipelineBench {
     }
 
     /**
+     * The JVM's minor page faults per 1,000 records (memory touched for the first time, as a
+     * growing heap's); NaN if unknown.
+     */
+    double minorFaultsPerThousandRecords() {
+      return minorFaults < 0 ? Double.NaN : minorFaults * 1000.0 / recordsInAll();
+    }
+
+    /**
      * This run and {@code other}, of the same blast, as one: their times and CPU added up; the
      * records and input bytes of a run, the fewer of the two, so that a run that lost a send shows.
      */
@@ -134,7 +144,8 @@ final class PipelineBench {
           jvmCpuSeconds + other.jvmCpuSeconds,
           shares,
           compilationSeconds + other.compilationSeconds,
-          redisCpuSeconds + other.redisCpuSeconds);
+          redisCpuSeconds + other.redisCpuSeconds,
+          minorFaults < 0 || other.minorFaults < 0 ? -1 : minorFaults + other.minorFaults);
     }
   }
 
@@ -458,7 +469,8 @@ final class PipelineBench {
           (end.processCpuNanos() - cpu.processCpuNanos()) / 1e9,
           end.since(cpu, applicationId),
           end.compilationSecondsSince(cpu),
-          redis.cpuSeconds() - redisCpu);
+          redis.cpuSeconds() - redisCpu,
+          end.minorFaultsSince(cpu));
     }
   }
 

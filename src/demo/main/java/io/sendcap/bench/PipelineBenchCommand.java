@@ -192,6 +192,13 @@ final class PipelineBenchCommand implements Callable<Integer> {
         oneDecimal(passthrough.redisCpuMicrosPerRecord()));
     both(
         out,
+        "JVM minor page faults per 1,000 records",
+        oneDecimal(capped.minorFaultsPerThousandRecords()),
+        oneDecimal(passthrough.minorFaultsPerThousandRecords()));
+    out.println(
+        "  memory touched for the first time (a growing heap): kernel CPU in the figures above");
+    both(
+        out,
         "records read from the output topics",
         whole(capped.records()),
         whole(passthrough.records()));
@@ -256,8 +263,13 @@ final class PipelineBenchCommand implements Callable<Integer> {
     return Math.round(v * 10) / 10.0;
   }
 
+  /** {@code v} to one decimal; null (JSON's null) for NaN, a figure that could not be measured. */
+  private static Double round1OrNull(double v) {
+    return Double.isNaN(v) ? null : round1(v);
+  }
+
   private static String oneDecimal(double v) {
-    return String.format("%.1f", v);
+    return Double.isNaN(v) ? "n/a" : String.format("%.1f", v);
   }
 
   private static String megabytes(long bytes) {
@@ -298,6 +310,12 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("capped_jit_compilation_s", round1(capped.compilationSeconds()));
     m.put("passthrough_jit_compilation_s", round1(r.passthrough().compilationSeconds()));
     m.put("passthrough_jvm_cpu_us_per_record_by_share", byShare(r.passthrough()));
+    m.put(
+        "capped_minor_faults_per_1000_records",
+        round1OrNull(capped.minorFaultsPerThousandRecords()));
+    m.put(
+        "passthrough_minor_faults_per_1000_records",
+        round1OrNull(r.passthrough().minorFaultsPerThousandRecords()));
     m.put(
         "capped_jvm_cpu_us_per_record_without_jit",
         round1(capped.jvmCpuWithoutJitMicrosPerRecord()));

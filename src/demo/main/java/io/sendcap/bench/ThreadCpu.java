@@ -22,6 +22,10 @@ import java.util.stream.Stream;
  * /proc/self/task}, in clock ticks of 10 ms). {@link #since} attributes the difference to a share.
  * A thread that ends between two snapshots is not counted apart: its CPU time falls in {@link
  * Share#REST}, which is the process's CPU time minus every other share.
+ *
+ * <p>A snapshot also records the process's minor page faults ({@code /proc/self/stat}): memory
+ * touched for the first time, as when the heap grows, costs CPU in the kernel that the figures
+ * above count in whichever thread touched it.
  */
 final class ThreadCpu {
   /** What a thread works for. */
@@ -45,6 +49,7 @@ final class ThreadCpu {
 
   private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
   private static final Path TASKS = Path.of("/proc/self/task");
+  private static final Path STAT = Path.of("/proc/self/stat");
   private static final long NANOS_PER_TICK = 10_000_000; // USER_HZ is 100 on Linux
 
   private final Map<Long, Long> cpuNanosByThread;
@@ -52,18 +57,21 @@ final class ThreadCpu {
   private final Map<Share, Long> jvmThreadsNanos;
   private final long processCpuNanos;
   private final long compilationMillis;
+  private final long minorFaults;
 
   private ThreadCpu(
       Map<Long, Long> cpuNanosByThread,
       Map<Long, String> names,
       Map<Share, Long> jvmThreadsNanos,
       long process,
-      long compilation) {
+      long compilation,
+      long minorFaults) {
     this.cpuNanosByThread = cpuNanosByThread;
     this.names = names;
     this.jvmThreadsNanos = jvmThreadsNanos;
     this.processCpuNanos = process;
     this.compilationMillis = compilation;
+    this.minorFaults = minorFaults;
   }
 
   /** The CPU time of every live thread and of the whole process, now. */
@@ -85,7 +93,17 @@ final class ThreadCpu {
         jvmThreads(),
         ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
             .getProcessCpuTime(),
-        ManagementFactory.getCompilationMXBean().getTotalCompilationTime());
+        ManagementFactory.getCompilationMXBean().getTotalCompilationTime(),
+        processMinorFaults());
+  }
+
+  /** The process's minor page faults so far; -1 where there is no {@code /proc/self/stat}. */
+  private static long processMinorFaults() {
+    try {
+      return minorFaults(Files.readString(STAT));
+    } catch (IOException e) {
+      return -1;
+    }
   }
 
   /**
@@ -123,10 +141,28 @@ final class ThreadCpu {
 
   /** User and system time of a {@code stat} line, in nanoseconds. */
   static long ticks(String stat) {
-    // the command name, in parentheses, may hold spaces: count fields after its closing one
-    String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    String[] fields = afterName(stat);
     // fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the name
     return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) * NANOS_PER_TICK;
+  }
+
+  /** The minor page faults of a {@code stat} line (its 10th field, minflt). */
+  static long minorFaults(String stat) {
+    return Long.parseLong(afterName(stat)[7]);
+  }
+
+  /** The fields of a {@code stat} line after the command name (field 2), from the state on. */
+  private static String[] afterName(String stat) {
+    // the command name, in parentheses, may hold spaces: count fields after its closing one
+    return stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+  }
+
+  /**
+   * The minor page faults of the process between {@code start} and this snapshot; -1 where they
+   * cannot be read.
+   */
+  long minorFaultsSince(ThreadCpu start) {
+    return minorFaults < 0 || start.minorFaults < 0 ? -1 : minorFaults - start.minorFaults;
   }
 
   /** The CPU time this JVM had used at the snapshot, every thread of it. */

@@ -27,6 +27,14 @@ class PipelineBenchIT {
     assertThat(passthrough.get("stream_threads").asDouble()).isPositive();
     assertThat(capped.get("redis_client").asDouble()).isPositive();
     assertThat(passthrough.get("redis_client").asDouble()).isZero();
+    // the page faults are read from /proc on Linux, where the bench runs: a number, never null
+    for (String key :
+        new String[] {
+          "capped_minor_faults_per_1000_records", "passthrough_minor_faults_per_1000_records"
+        }) {
+      assertThat(figures.get(key).isNumber()).as(key).isTrue();
+      assertThat(figures.get(key).asDouble()).as(key).isNotNegative();
+    }
   }
 
   @Test

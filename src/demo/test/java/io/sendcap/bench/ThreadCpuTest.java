@@ -2,6 +2,7 @@ package io.sendcap.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.ByteBuffer;
 import org.junit.jupiter.api.Test;
 
 class ThreadCpuTest {
@@ -40,6 +41,26 @@ class ThreadCpuTest {
         "4242 (C2 Compiler) x) S 1 4200 4200 0 -1 1077936192 0 0 0 0 250 17 0 0 20 0 40 0 123"
             + " 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 -1 1 0 0 0 0 0";
     assertThat(ThreadCpu.ticks(stat)).isEqualTo((250 + 17) * 10_000_000L);
+  }
+
+  @Test
+  void aStatLineGivesItsMinorFaultsEvenWhenTheNameHoldsSpacesAndParentheses() {
+    String stat =
+        "4242 (java (x) y) S 1 4200 4200 0 -1 1077936192 5150 3 2 1 250 17 0 0 20 0 40 0 123"
+            + " 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 -1 1 0 0 0 0 0";
+    assertThat(ThreadCpu.minorFaults(stat)).isEqualTo(5150);
+  }
+
+  @Test
+  void aSnapshotCountsThePageFaultsOfMemoryTouchedForTheFirstTime() {
+    ThreadCpu start = ThreadCpu.snapshot();
+    // 64 MiB outside the heap, zeroed when allocated: at least one fault per 2 MiB page, even
+    // where the kernel backs it with transparent huge pages
+    ByteBuffer fresh = ByteBuffer.allocateDirect(64 << 20);
+    long faults = ThreadCpu.snapshot().minorFaultsSince(start);
+
+    assertThat(fresh.capacity()).isEqualTo(64 << 20);
+    assertThat(faults).isGreaterThanOrEqualTo(32);
   }
 
   @Test
