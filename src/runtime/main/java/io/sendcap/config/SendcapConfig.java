@@ -140,7 +140,17 @@ public record SendcapConfig(
    * When a task flushes its micro-batch, at {@code maxRecords} or after {@code maxWait}, and how
    * many of its batches may be on their way to Redis at once.
    */
-  public record Batch(int maxRecords, Duration maxWait, int maxInFlight) {}
+  /**
+   * Micro-batching of one task.
+   *
+   * @param maxRecords a batch is flushed when it holds this many sends (if the task has room in
+   *     flight) ...
+   * @param maxWait ... or when its oldest send has waited this long
+   * @param maxInFlight how many of a task's batches may be with Redis at once
+   * @param maxPending the most sends a task holds unflushed while its batches in flight wait for
+   *     Redis; at least {@code maxRecords}
+   */
+  public record Batch(int maxRecords, Duration maxWait, int maxInFlight, int maxPending) {}
 
   /** What a send is checked against when Redis cannot be reached. */
   public enum FailureMode {
@@ -293,11 +303,13 @@ public record SendcapConfig(
               + "), so that a WAIT ends, counted, before Redis would count as unreachable");
     }
     Mode mode = r.choice("cap.mode", Mode.class);
+    int maxRecords = r.integer("batch.max.records");
     Batch batch =
         new Batch(
-            r.integer("batch.max.records"),
+            maxRecords,
             r.duration("batch.max.wait.ms"),
-            r.integer("batch.max.in-flight"));
+            r.integer("batch.max.in-flight"),
+            r.maxPending("batch.max.pending", maxRecords));
     Path policies = Installation.resolve(Path.of(r.string("policies.file")));
     Duration segments = r.duration("segments.load.timeout.ms");
     String serde = r.string("avro.serde");
@@ -362,6 +374,11 @@ public record SendcapConfig(
   private static final class Values {
     private static final String AUTO = "auto";
     private static final int CLUSTER_KEY_BUCKETS = 32;
+
+    /** batch.max.pending=auto: this many batches' worth of sends. */
+    private static final int PENDING_BATCHES = 8;
+
+    private static final int MAX_PENDING = 1_000_000;
 
     private final Properties props;
     private final Problems problems;
@@ -534,6 +551,31 @@ public record SendcapConfig(
       problems.add(
           key, value, "auto (32 on a cluster, 0 otherwise) or a whole number from 0 to 1024");
       return cluster ? CLUSTER_KEY_BUCKETS : 0;
+    }
+
+    int maxPending(String key, int maxRecords) {
+      String value = string(key);
+      if (value.equals(AUTO)) {
+        return PENDING_BATCHES * maxRecords;
+      }
+      try {
+        int n = Integer.parseInt(value);
+        if (n >= maxRecords && n <= MAX_PENDING) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      problems.add(
+          key,
+          value,
+          "auto ("
+              + PENDING_BATCHES
+              + " times batch.max.records) or a whole number from batch.max.records ("
+              + maxRecords
+              + ") to "
+              + MAX_PENDING);
+      return PENDING_BATCHES * maxRecords;
     }
 
     <E extends Enum<E>> E choice(String key, Class<E> type) {

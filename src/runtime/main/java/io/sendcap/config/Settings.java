@@ -340,7 +340,20 @@ public final class Settings {
                           + "3), but if Redis restarts while a batch waits, a later batch"
                           + " queued meanwhile can\n"
                           + "be decided before it (see README). 1 while the policies have global"
-                          + " caps."))),
+                          + " caps."),
+                  other(
+                      "batch.max.pending",
+                      "auto",
+                      "While a task has all the batches with Redis it may have, it reads on past"
+                          + " batch.max.records\n"
+                          + "instead of waiting, and its next batch, flushed once Redis has"
+                          + " answered, takes every send\n"
+                          + "it holds: up to this many, where the stream thread waits for Redis."
+                          + " At least\n"
+                          + "batch.max.records; auto: 8 times it. A send held takes about twice"
+                          + " its input\n"
+                          + "record's size in heap (its bytes and the send decoded) and a few"
+                          + " hundred bytes more."))),
           new Section(
               "Serialization",
               List.of(

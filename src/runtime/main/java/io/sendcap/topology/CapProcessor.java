@@ -57,8 +57,11 @@ import org.slf4j.LoggerFactory;
  * its input again ({@link InputReplay}) and decides the sends then. A batch is flushed when it
  * holds {@code batch.max.records} sends, and by a wall-clock punctuator once its oldest send has
  * waited {@code batch.max.wait.ms}; its decisions are forwarded by the next flush, or by the
- * punctuator once they have arrived, so that the thread reads on while Redis decides. Deciding a
- * send twice is harmless: the limiter is idempotent by message id.
+ * punctuator once they have arrived, so that the thread reads on while Redis decides. When the task
+ * already has {@code batch.max.in-flight} batches with Redis, a flush waits until Redis has
+ * answered the oldest: the task holds the sends that arrive meanwhile, up to {@code
+ * batch.max.pending}, and its next batch takes them all. Deciding a send twice is harmless: the
+ * limiter is idempotent by message id.
  *
  * <p>Each batch is decided under one version of the policies, the newest when it is flushed, even
  * if another arrives while it is in flight. Under {@code cap.mode=shadow} a capped send is
@@ -191,7 +194,7 @@ final class CapProcessor
     inFlight.clear();
     // a batch's room from the start: a task that grew its first batch would take a branch that the
     // compiled code of running tasks has never seen, and have it compiled again
-    pending = new ByOffset<>(config.batch().maxRecords());
+    pending = new ByOffset<>(config.batch().maxPending());
     earliestPending = Long.MAX_VALUE;
     TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
     earlier.forEach((offset, entry) -> hold(offset, Held.earlier(entry)));
@@ -237,9 +240,44 @@ final class CapProcessor
     if (undecided.draining()) {
       flush();
       completeAll();
-    } else if (pending.size() >= config.batch().maxRecords()) {
+    } else if (pending.size() >= config.batch().maxRecords() && mayFlush()) {
       flush();
     }
+  }
+
+  /**
+   * Whether a flush now goes to Redis without waiting for it: the batches in flight it would
+   * forward first have their decisions, or the task holds {@code batch.max.pending} sends, past
+   * which it waits rather than hold more. Until then the thread reads on (this task's sends and
+   * other tasks'), and the next batch is the larger: Kafka Streams hands one task hundreds of
+   * records in a row, and a flush that waited at each {@code batch.max.records} would keep the
+   * thread idle while Redis decides.
+   */
+  private boolean mayFlush() {
+    if (pending.size() >= config.batch().maxPending()) {
+      return true;
+    }
+    int forwardedFirst = inFlight.size() - keptInFlight(rules());
+    for (InFlight batch : inFlight) {
+      if (forwardedFirst-- <= 0) {
+        break;
+      }
+      if (!batch.decisions().ready()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * How many batches may stay in flight when one more is flushed: {@code batch.max.in-flight} - 1,
+   * or none while the policies have global caps (a batch's tokens are reserved from what the
+   * batches before it left).
+   */
+  private int keptInFlight(Rules batchRules) {
+    return batchRules.version().policies().global().isEmpty()
+        ? config.batch().maxInFlight() - 1
+        : 0;
   }
 
   private Held held(
@@ -343,7 +381,8 @@ final class CapProcessor
     }
     if (!pending.isEmpty()
         && (undecided.draining()
-            || wallTime - oldestPendingSince >= config.batch().maxWait().toMillis())) {
+            || (wallTime - oldestPendingSince >= config.batch().maxWait().toMillis()
+                && mayFlush()))) {
       flush();
       if (undecided.draining()) {
         completeAll();
@@ -400,8 +439,7 @@ final class CapProcessor
    */
   private void flush() {
     Rules batchRules = rules();
-    int keep =
-        batchRules.version().policies().global().isEmpty() ? config.batch().maxInFlight() - 1 : 0;
+    int keep = keptInFlight(batchRules);
     while (inFlight.size() > keep) {
       complete();
     }
@@ -412,7 +450,7 @@ final class CapProcessor
     ByOffset<Held> sends = pending;
     long floor = timeFloor(now);
     long earliest = earliestPending;
-    pending = new ByOffset<>(config.batch().maxRecords());
+    pending = new ByOffset<>(config.batch().maxPending());
     earliestPending = Long.MAX_VALUE;
     meters.batch(sends.size());
     Deadline deadline = Deadline.in(config.limiter().timeout());

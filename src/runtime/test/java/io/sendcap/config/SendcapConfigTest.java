@@ -1,6 +1,7 @@
 package io.sendcap.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import java.io.IOException;
@@ -157,7 +158,8 @@ class SendcapConfigTest {
         .isEqualTo(defaults.liveness())
         .isEqualTo(new SendcapConfig.Liveness(5, Duration.ofMinutes(10)));
     assertThat(defaults.streams().getProperty("processing.guarantee")).isEqualTo("exactly_once_v2");
-    assertThat(defaults.batch()).isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50), 1));
+    assertThat(defaults.batch())
+        .isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50), 1, 4000));
     assertThat(defaults.limiter().failureMode()).isEqualTo(SendcapConfig.FailureMode.BLOCK);
   }
 
@@ -169,6 +171,21 @@ class SendcapConfigTest {
     assertThat(SendcapConfig.from(p, "none").limiter().keyBuckets()).isEqualTo(32);
     p.setProperty("cap.redis.key-buckets", "0");
     assertThat(SendcapConfig.from(p, "none").limiter().keyBuckets()).isZero();
+  }
+
+  @Test
+  void aTaskHoldsEightBatchesOfSendsByDefaultAndAtLeastOne() {
+    Properties p = new Properties();
+    p.setProperty("batch.max.records", "300");
+    assertThat(SendcapConfig.from(p, "none").batch().maxPending()).isEqualTo(2400);
+    p.setProperty("batch.max.pending", "300");
+    assertThat(SendcapConfig.from(p, "none").batch().maxPending()).isEqualTo(300);
+    p.setProperty("batch.max.pending", "299");
+    assertThatThrownBy(() -> SendcapConfig.from(p, "app.properties"))
+        .isInstanceOf(InvalidConfigException.class)
+        .hasMessageContaining(
+            "batch.max.pending=\"299\" is invalid: auto (8 times batch.max.records) or a whole"
+                + " number from batch.max.records (300) to 1000000");
   }
 
   @Test

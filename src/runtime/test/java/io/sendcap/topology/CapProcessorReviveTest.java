@@ -78,12 +78,22 @@ class CapProcessorReviveTest {
   }
 
   private CapProcessor processor(Supplier<CapStore> stores, InputReplay replay, int inFlight) {
+    return processor(stores, replay, inFlight, 2);
+  }
+
+  /**
+   * A processor flushing batches of two sends, {@code inFlight} at a time with Redis, holding up to
+   * {@code maxPending} sends while they are.
+   */
+  private CapProcessor processor(
+      Supplier<CapStore> stores, InputReplay replay, int inFlight, int maxPending) {
     Properties p = new Properties();
     p.setProperty("bootstrap.servers", "unused:9092");
     p.setProperty("cap.clock", "event");
     p.setProperty("batch.max.records", "2");
     p.setProperty("batch.max.wait.ms", "60000");
     p.setProperty("batch.max.in-flight", Integer.toString(inFlight));
+    p.setProperty("batch.max.pending", Integer.toString(maxPending));
     SendcapConfig config = SendcapConfig.from(p, "test");
     LivePolicies policies =
         new LivePolicies(
@@ -221,6 +231,7 @@ class CapProcessorReviveTest {
     final List<AtomicBoolean> arrived = new ArrayList<>();
     final List<Integer> waitedFor = new ArrayList<>();
     final List<Long> timeFloors = new ArrayList<>(); // each batch's, as its first request has it
+    final List<Integer> sizes = new ArrayList<>(); // each batch's number of sends
     int failFirst; // how many of the first batches the limiter fails to decide
 
     void answer(int batch) {
@@ -231,6 +242,7 @@ class CapProcessorReviveTest {
     public Pending submit(List<CapRequest> requests) {
       int batch = arrived.size();
       timeFloors.add(requests.get(0).timeFloor());
+      sizes.add(requests.size());
       AtomicBoolean answered = new AtomicBoolean();
       arrived.add(answered);
       Pending decided =
@@ -306,6 +318,51 @@ class CapProcessorReviveTest {
     redis.answer(3);
     redis.answer(4);
     redis.answer(5);
+    punctuate(context);
+    assertThat(decided(context))
+        .containsExactly("m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11");
+    assertThat(undecided.count()).as("sends read and not decided").isZero();
+    assertThat(committed(context)).as("the mark, once everything is decided").isEmpty();
+  }
+
+  /**
+   * With its one batch in flight still with Redis, a task does not wait at its next full batch: it
+   * holds the sends that arrive, and flushes them all as one batch once Redis has answered, or
+   * waits only when it holds {@code batch.max.pending} sends. A punctuation finding the oldest send
+   * held past {@code batch.max.wait.ms} does not wait for Redis either.
+   */
+  @Test
+  void aTaskReadsOnWhileRedisDecidesAndItsNextBatchTakesEverySendItHolds() {
+    Answers redis = new Answers();
+    CapProcessor holding = processor(() -> redis, NO_REPLAY, 1, 6);
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
+    holding.init(context);
+    process(holding, context, 0);
+    process(holding, context, 1); // a full batch, flushed
+    for (int offset = 2; offset <= 4; offset++) {
+      process(holding, context, offset); // more than a batch, held: Redis has not answered
+    }
+    context.scheduledPunctuators().get(0).getPunctuator().punctuate(T0.toEpochMilli() + 60_000);
+    assertThat(redis.sizes).as("batches flushed").containsExactly(2);
+    assertThat(redis.waitedFor).as("batches waited for before their answers").isEmpty();
+    assertThat(markedFrom(context)).isZero();
+
+    redis.answer(0);
+    process(holding, context, 5);
+    assertThat(redis.sizes).as("the next batch: every send held").containsExactly(2, 4);
+    assertThat(decided(context)).containsExactly("m0", "m1");
+    assertThat(markedFrom(context)).isEqualTo(2);
+
+    for (int offset = 6; offset <= 10; offset++) {
+      process(holding, context, offset);
+    }
+    assertThat(redis.waitedFor).isEmpty();
+    process(holding, context, 11); // six held: the flush waits for the batch before
+    assertThat(redis.waitedFor).containsExactly(1);
+    assertThat(redis.sizes).containsExactly(2, 4, 6);
+
+    redis.answer(1);
+    redis.answer(2);
     punctuate(context);
     assertThat(decided(context))
         .containsExactly("m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11");
