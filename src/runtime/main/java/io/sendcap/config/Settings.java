@@ -350,10 +350,11 @@ public final class Settings {
                           + " answered, takes every send\n"
                           + "it holds: up to this many, where the stream thread waits for Redis."
                           + " At least\n"
-                          + "batch.max.records; auto: 8 times it. A send held takes about twice"
-                          + " its input\n"
-                          + "record's size in heap (its bytes and the send decoded) and a few"
-                          + " hundred bytes more."))),
+                          + "batch.max.records; auto: 8 times it. A send held takes about 360"
+                          + " bytes of heap for\n"
+                          + "a record of 56 bytes (key and value, as in bench pipeline), and more"
+                          + " for a larger one: its\n"
+                          + "bytes are kept, and the send decoded."))),
           new Section(
               "Serialization",
               List.of(
