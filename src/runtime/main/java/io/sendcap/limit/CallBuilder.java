@@ -6,6 +6,7 @@ import io.sendcap.config.CalendarPeriods;
 import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.util.ArrayList;
@@ -63,15 +64,20 @@ final class CallBuilder {
   List<Call> calls(List<CapRequest> requests) {
     List<Call> calls = new ArrayList<>();
     Map<Integer, Group> open = new LinkedHashMap<>();
-    for (int i = 0; i < requests.size(); i++) {
-      byte[] key = keys.key(requests.get(i).userId());
-      int slot = cluster ? SlotHash.getSlot(key) : 0;
-      Group group = open.computeIfAbsent(slot, s -> new Group());
-      group.add(i, key, requests.get(i));
-      if (group.size() == sendsPerCall) {
-        calls.add(group.build());
-        open.remove(slot);
+    MessageDigest sha256 = MessageIds.borrowDigest();
+    try {
+      for (int i = 0; i < requests.size(); i++) {
+        byte[] key = keys.key(requests.get(i).userId());
+        int slot = cluster ? SlotHash.getSlot(key) : 0;
+        Group group = open.computeIfAbsent(slot, s -> new Group());
+        group.add(i, key, requests.get(i), sha256);
+        if (group.size() == sendsPerCall) {
+          calls.add(group.build());
+          open.remove(slot);
+        }
       }
+    } finally {
+      MessageIds.giveBack(sha256);
     }
     open.values().forEach(g -> calls.add(g.build()));
     return calls;
@@ -92,7 +98,7 @@ final class CallBuilder {
       return keys.size();
     }
 
-    void add(int index, byte[] key, CapRequest r) {
+    void add(int index, byte[] key, CapRequest r, MessageDigest sha256) {
       Shape shape = shape(r.policy(), r.channel());
       byte[] number = shapeIndexes.get(shape);
       if (number == null) {
@@ -107,7 +113,7 @@ final class CallBuilder {
       timeFloor = Math.min(timeFloor, r.timeFloor());
       long now = r.now();
       sendArgs.add(Resp.decimal(now));
-      sendArgs.add(MessageIds.member(r.messageId(), r.channel()));
+      sendArgs.add(MessageIds.member(r.messageId(), r.channel(), sha256));
       sendArgs.add(r.probe() ? probe(number) : number);
       for (Cap.Kind kind : shape.calendars()) {
         CalendarPeriods.Period period = period(kind, now, r.effectiveZone());
@@ -150,12 +156,20 @@ final class CallBuilder {
 
   /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */
   private Shape shape(Policy policy, Channel channel) {
-    Shape[] byChannel = shapes.computeIfAbsent(policy, p -> new Shape[Channel.values().length]);
-    Shape shape = byChannel[channel.ordinal()];
-    if (shape == null) {
-      shape = Shape.of(policy, channel, retentionMs, disorderMs);
-      // Channels with the same caps share one shape, so that a call carries and the script parses
-      // it once (about 1.5 us of Redis CPU per shape and call on Redis 7.0).
+    return shapes.computeIfAbsent(policy, this::shapesOf)[channel.ordinal()];
+  }
+
+  /**
+   * The shapes of sends under {@code policy}, by channel ordinal, all built at once: a builder that
+   * built them as sends came would take, at a new instance's first sends, a branch the compiled
+   * code of earlier instances had never taken, and have it compiled again. Channels with the same
+   * caps share one shape, so that a call carries and the script parses it once (about 1.5 us of
+   * Redis CPU per shape and call on Redis 7.0).
+   */
+  private Shape[] shapesOf(Policy policy) {
+    Shape[] byChannel = new Shape[Channel.values().length];
+    for (Channel channel : Channel.values()) {
+      Shape shape = Shape.of(policy, channel, retentionMs, disorderMs);
       for (Shape other : byChannel) {
         if (other != null && other.caps().equals(shape.caps())) {
           shape = other;
@@ -164,7 +178,7 @@ final class CallBuilder {
       }
       byChannel[channel.ordinal()] = shape;
     }
-    return shape;
+    return byChannel;
   }
 
   /**

@@ -4,6 +4,8 @@ import io.sendcap.avro.Channel;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Deque;
+import java.util.concurrent.ConcurrentLinkedDeque;
 
 /**
  * Compact idempotency ids: the member under which a send is logged.
@@ -19,14 +21,35 @@ public final class MessageIds {
   /** The length of an idempotency id in bytes. */
   public static final int LENGTH = 5;
 
-  private static final ThreadLocal<MessageDigest> SHA256 =
-      ThreadLocal.withInitial(MessageIds::sha256);
+  /**
+   * SHA-256 digests, lent to one thread at a time and kept across threads, so that a stream thread
+   * started later (one Kafka Streams starts in place of a failed one, or a new instance's in the
+   * same JVM) reuses a digest that earlier threads used: a digest used only from compiled code
+   * never allocates the array that the JDK's SHA-256 reset tests for null ({@code SHA2.implReset},
+   * whose compress method is a C2 intrinsic), and the first reset of such a digest throws away the
+   * compiled code it is inlined into, the call builder's.
+   */
+  private static final Deque<MessageDigest> DIGESTS = new ConcurrentLinkedDeque<>();
 
   private MessageIds() {}
 
-  /** Returns the idempotency id of a message id sent on {@code channel}. */
-  public static byte[] member(String messageId, Channel channel) {
-    byte[] digest = SHA256.get().digest(messageId.getBytes(StandardCharsets.UTF_8));
+  /** Lends a SHA-256 digest to the calling thread until it gives it back. */
+  static MessageDigest borrowDigest() {
+    MessageDigest sha256 = DIGESTS.pollFirst();
+    return sha256 != null ? sha256 : sha256();
+  }
+
+  /** Takes back a digest from {@link #borrowDigest()}, the next to be lent, to any thread. */
+  static void giveBack(MessageDigest sha256) {
+    DIGESTS.offerFirst(sha256);
+  }
+
+  /**
+   * Returns the idempotency id of a message id sent on {@code channel}, computed with {@code
+   * sha256}, a digest the calling thread has borrowed.
+   */
+  static byte[] member(String messageId, Channel channel, MessageDigest sha256) {
+    byte[] digest = sha256.digest(messageId.getBytes(StandardCharsets.UTF_8));
     byte[] member = new byte[LENGTH];
     System.arraycopy(digest, 0, member, 0, LENGTH);
     member[0] = (byte) ((channelCode(channel) << 5) | (digest[0] & 0x1f));

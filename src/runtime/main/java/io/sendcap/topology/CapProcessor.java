@@ -192,6 +192,9 @@ final class CapProcessor
     // Kafka Streams may close and init the same instance again (a revived task): what the buffer
     // holds now, as restored, is all there is to go by.
     inFlight.clear();
+    // the rules from the start too: a new task's first send would otherwise find none, a branch the
+    // compiled code of running tasks has never taken
+    rules = Rules.of(policies.current());
     // a batch's room from the start: a task that grew its first batch would take a branch that the
     // compiled code of running tasks has never seen, and have it compiled again
     pending = new ByOffset<>(config.batch().maxPending());
