@@ -137,11 +137,8 @@ public record SendcapConfig(
   }
 
   /**
-   * When a task flushes its micro-batch, at {@code maxRecords} or after {@code maxWait}, and how
-   * many of its batches may be on their way to Redis at once.
-   */
-  /**
-   * Micro-batching of one task.
+   * When a task flushes its micro-batch, how many of its batches may be on their way to Redis at
+   * once, and how many sends it holds meanwhile.
    *
    * @param maxRecords a batch is flushed when it holds this many sends (if the task has room in
    *     flight) ...

@@ -197,7 +197,7 @@ final class CapProcessor
     rules = Rules.of(policies.current());
     // a batch's room from the start: a task that grew its first batch would take a branch that the
     // compiled code of running tasks has never seen, and have it compiled again
-    pending = new ByOffset<>(config.batch().maxPending());
+    pending = new ByOffset<>(config.batch().maxRecords());
     earliestPending = Long.MAX_VALUE;
     TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
     earlier.forEach((offset, entry) -> hold(offset, Held.earlier(entry)));
@@ -453,7 +453,12 @@ final class CapProcessor
     ByOffset<Held> sends = pending;
     long floor = timeFloor(now);
     long earliest = earliestPending;
-    pending = new ByOffset<>(config.batch().maxPending());
+    // room for as many sends as this batch holds, a batch's at least: under load the next batch is
+    // as large, and a task that flushes a few sends at a time does not allocate batch.max.pending's
+    pending =
+        new ByOffset<>(
+            Math.min(
+                config.batch().maxPending(), Math.max(config.batch().maxRecords(), sends.size())));
     earliestPending = Long.MAX_VALUE;
     meters.batch(sends.size());
     Deadline deadline = Deadline.in(config.limiter().timeout());
