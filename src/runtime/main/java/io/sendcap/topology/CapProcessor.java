@@ -1,6 +1,7 @@
 package io.sendcap.topology;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.internal.PendingHeader;
@@ -108,7 +109,37 @@ final class CapProcessor
       ScheduledSend send,
       byte[] body,
       Header[] headers,
-      long streamTime) {
+      long streamTime,
+      long scheduledAt,
+      Channel channel,
+      boolean transactional) {
+    /**
+     * The send's fields that its decision's forwarding reads, copied while the send is still in the
+     * processor's cache: a task forwards its sends only after Redis has answered for them, and
+     * reading them from the send then took a trip to memory for the send and another for its {@code
+     * scheduledAt} (BENCHMARKS.md).
+     */
+    Held(
+        byte[] key,
+        long timestamp,
+        String segment,
+        ScheduledSend send,
+        byte[] body,
+        Header[] headers,
+        long streamTime) {
+      this(
+          key,
+          timestamp,
+          segment,
+          send,
+          body,
+          headers,
+          streamTime,
+          send.getScheduledAt().toEpochMilli(),
+          send.getChannel(),
+          send.getTransactional());
+    }
+
     /** A send an earlier version kept in the buffer, with the headers it kept. */
     static Held earlier(PendingSend entry) {
       List<PendingHeader> kept = entry.getHeaders();
@@ -299,7 +330,7 @@ final class CapProcessor
 
   private void hold(long offset, Held send) {
     pending.put(offset, send);
-    earliestPending = Math.min(earliestPending, send.send().getScheduledAt().toEpochMilli());
+    earliestPending = Math.min(earliestPending, send.scheduledAt());
   }
 
   /**
@@ -489,7 +520,7 @@ final class CapProcessor
     List<CapRequest> requests = new ArrayList<>(sends.size());
     for (int i = 0; i < sends.size(); i++) {
       Held p = sends.value(i);
-      if (!p.send().getTransactional()) {
+      if (!p.transactional()) {
         CapRequest request = request(p, batchRules.of(p.segment()), now, floor);
         asked.add(sends.offset(i));
         requests.add(tokens.isRefused(sends.offset(i)) ? request.asProbe() : request);
@@ -701,7 +732,7 @@ final class CapProcessor
       long offset = sends.offset(i);
       Held p = sends.value(i);
       ScheduledSend send = p.send();
-      long decidedAt = decisionTime(send, batch.now());
+      long decidedAt = decisionTime(p, batch.now());
       Decision decision = null;
       Policy policy = null; // the policy the send was asked about under
       if (next < asked.size() && asked.get(next) == offset) {
@@ -711,7 +742,7 @@ final class CapProcessor
       }
       BatchTokens.Refusal refusal = refused.isEmpty() ? null : refused.get(offset);
       SpecificRecord out;
-      if (send.getTransactional()) {
+      if (p.transactional()) {
         out = Outcomes.delivery(send, p.segment(), decidedAt, false);
       } else if (refusal != null) {
         out = Outcomes.global(send, p.segment(), decidedAt, refusal.cap(), refusal.key());
@@ -740,7 +771,7 @@ final class CapProcessor
    * no input record's headers are at hand, so they are kept with the send.
    */
   private void emit(Held p, SpecificRecord out) {
-    meters.count(p.segment(), p.send().getChannel(), out);
+    meters.count(p.segment(), p.channel(), out);
     context.forward(
         new Record<>(
             p.key(),
@@ -754,12 +785,16 @@ final class CapProcessor
     return new CapRequest(
         send.getUserId(),
         send.getMessageId(),
-        decisionTime(send, now),
+        decisionTime(p, now),
         policy,
-        send.getChannel(),
+        p.channel(),
         send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()),
         timeFloor,
         false);
+  }
+
+  private long decisionTime(Held p, long now) {
+    return config.limiter().clock() == SendcapConfig.Clock.EVENT ? p.scheduledAt() : now;
   }
 
   private long decisionTime(ScheduledSend send, long now) {
