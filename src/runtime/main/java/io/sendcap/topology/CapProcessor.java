@@ -727,6 +727,7 @@ final class CapProcessor
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
     List<Long> asked = batch.asked();
     int next = 0; // the index in asked of the next send asked about, as the sends come in order
+    long nextAsked = askedAt(asked, next);
     ByOffset<Held> sends = batch.sends();
     for (int i = 0; i < sends.size(); i++) {
       long offset = sends.offset(i);
@@ -735,10 +736,11 @@ final class CapProcessor
       long decidedAt = decisionTime(p, batch.now());
       Decision decision = null;
       Policy policy = null; // the policy the send was asked about under
-      if (next < asked.size() && asked.get(next) == offset) {
+      if (offset == nextAsked) {
         decision = decided == null ? null : decided[next];
         policy = batch.requests().get(next).policy();
         next++;
+        nextAsked = askedAt(asked, next);
       }
       BatchTokens.Refusal refusal = refused.isEmpty() ? null : refused.get(offset);
       SpecificRecord out;
@@ -763,6 +765,15 @@ final class CapProcessor
       earlierUntil = -1;
     }
     mark();
+  }
+
+  /**
+   * The input offset of the {@code next}th send asked about; -1 past the last. A batch whose last
+   * sends were not asked about (transactional ones) made the end of the list a branch the compiled
+   * forwarding loop rarely took, and taking it threw that code away; here it is taken once a batch.
+   */
+  private static long askedAt(List<Long> asked, int next) {
+    return next < asked.size() ? asked.get(next) : -1;
   }
 
   /**
