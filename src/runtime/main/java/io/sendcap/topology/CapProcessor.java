@@ -500,7 +500,11 @@ final class CapProcessor
           global.isEmpty()
               ? BatchTokens.none()
               : BatchTokens.reserve(
-                  quotas, global, scheduled(sends), send -> decisionTime(send, now), deadline);
+                  quotas,
+                  global,
+                  scheduled(sends),
+                  send -> decisionTime(send.getScheduledAt().toEpochMilli(), now),
+                  deadline);
     } catch (LimiterUnavailableException e) {
       inFlight.addLast(
           new InFlight(
@@ -680,7 +684,7 @@ final class CapProcessor
               quotas,
               batch.rules().version().policies().global(),
               again,
-              send -> decisionTime(send, batch.now()),
+              send -> decisionTime(send.getScheduledAt().toEpochMilli(), batch.now()),
               batch.deadline());
     } catch (LimiterUnavailableException e) {
       LOG.warn(
@@ -733,7 +737,7 @@ final class CapProcessor
       long offset = sends.offset(i);
       Held p = sends.value(i);
       ScheduledSend send = p.send();
-      long decidedAt = decisionTime(p, batch.now());
+      long decidedAt = decisionTime(p.scheduledAt(), batch.now());
       Decision decision = null;
       Policy policy = null; // the policy the send was asked about under
       if (offset == nextAsked) {
@@ -796,7 +800,7 @@ final class CapProcessor
     return new CapRequest(
         send.getUserId(),
         send.getMessageId(),
-        decisionTime(p, now),
+        decisionTime(p.scheduledAt(), now),
         policy,
         p.channel(),
         send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()),
@@ -804,14 +808,9 @@ final class CapProcessor
         false);
   }
 
-  private long decisionTime(Held p, long now) {
-    return config.limiter().clock() == SendcapConfig.Clock.EVENT ? p.scheduledAt() : now;
-  }
-
-  private long decisionTime(ScheduledSend send, long now) {
-    return config.limiter().clock() == SendcapConfig.Clock.EVENT
-        ? send.getScheduledAt().toEpochMilli()
-        : now;
+  /** When a send scheduled at {@code scheduledAt} is decided, under the configured clock. */
+  private long decisionTime(long scheduledAt, long now) {
+    return config.limiter().clock() == SendcapConfig.Clock.EVENT ? scheduledAt : now;
   }
 
   private SpecificRecord unavailable(ScheduledSend send, String segment, long decidedAt) {
