@@ -116,6 +116,16 @@ public final class Settings {
                           + " per thread, raise\n"
                           + "that or lower this."),
                   kafka(
+                      "max.task.idle.ms",
+                      "-1",
+                      "How long a task waits for data on an empty input partition before"
+                          + " processing its others (Kafka's\n"
+                          + "default: 0). Every task of sendcap reads one partition, so there is"
+                          + " nothing to line up; -1\n"
+                          + "skips the check, which Kafka Streams 4.3 makes for every empty"
+                          + " partition on every pass\n"
+                          + "and which formats its log message each time (BENCHMARKS.md)."),
+                  kafka(
                       "processing.exception.handler.global.enabled",
                       "true",
                       "Send processing errors of global stores to the processing exception handler"
