@@ -275,7 +275,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
     if (bytes.length > 1 && bytes[0] == (byte) 0xC3 && bytes[1] == (byte) 0x01) {
       return singleObject.decode(bytes);
     }
-    throw new SerializationException(
+    throw new UnreadableRecordException(
         "not a "
             + name
             + " in the Confluent wire format (0x00, then a 4-byte schema id) or Avro single-object"
@@ -299,7 +299,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
 
   private Decoded<T> decodeConfluent(String topic, byte[] bytes) {
     if (bytes.length < HEADER_BYTES) {
-      throw new SerializationException(
+      throw new UnreadableRecordException(
           "not a "
               + name
               + " in the Confluent wire format: "
@@ -320,7 +320,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length)
               : null);
     } catch (AvroTypeException e) {
-      throw new SerializationException(
+      throw new UnreadableRecordException(
           "a "
               + name
               + " written with schema id "
@@ -328,10 +328,9 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + " ("
               + context(topic)
               + ") that sendcap's schema cannot read: "
-              + explain(reader.reader().getSchema(), bytes, e),
-          e);
+              + explain(reader.reader().getSchema(), bytes, e));
     } catch (IOException | AvroRuntimeException e) {
-      throw new SerializationException(
+      throw new UnreadableRecordException(
           "not a "
               + name
               + " in the Confluent wire format with schema id "
@@ -339,8 +338,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + " ("
               + context(topic)
               + "): "
-              + e,
-          e);
+              + e);
     }
   }
 

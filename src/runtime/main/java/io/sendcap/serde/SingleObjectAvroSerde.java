@@ -226,11 +226,11 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
     try {
       return decoder.decode(bytes);
     } catch (AvroTypeException e) {
-      throw new SerializationException(
-          "a " + name + " whose values sendcap's schema cannot hold: " + explain(bytes, e), e);
+      throw new UnreadableRecordException(
+          "a " + name + " whose values sendcap's schema cannot hold: " + explain(bytes, e));
     } catch (IOException | AvroRuntimeException e) {
-      throw new SerializationException(
-          "not a " + name + " in Avro single-object encoding: " + e.getMessage(), e);
+      throw new UnreadableRecordException(
+          "not a " + name + " in Avro single-object encoding: " + e.getMessage());
     }
   }
 

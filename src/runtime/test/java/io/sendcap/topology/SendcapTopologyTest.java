@@ -335,6 +335,12 @@ class SendcapTopologyTest {
     assertThat(dead.get(0).value()).isEqualTo(garbage);
     assertThat(header(dead.get(0), "__streams.errors.message"))
         .contains("not a io.sendcap.avro.ScheduledSend");
+    // bad data, not a fault of the code: the trace is the reason, not the deserializer's frames
+    assertThat(header(dead.get(0), "__streams.errors.stacktrace"))
+        .isEqualToIgnoringNewLines(
+            "io.sendcap.serde.UnreadableRecordException: "
+                + header(dead.get(0), "__streams.errors.message"));
+    assertThat(header(dead.get(2), "__streams.errors.stacktrace")).doesNotContain("\tat ");
     assertThat(header(dead.get(1), "__streams.errors.message")).contains("messageId is empty");
     assertThat(header(dead.get(1), "__streams.errors.offset")).isEqualTo("1");
     assertThat(header(dead.get(2), "__streams.errors.message"))
