@@ -29,7 +29,6 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyConfig;
-import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
@@ -163,24 +162,11 @@ public final class SendcapTopology {
         () -> new PolicyStoreProcessor(policies, POLICY_STORE, metrics));
     builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), input).withName("sends"))
         .process(decide, Named.as("decide"))
-        .split(Named.as("decision-"))
-        .branch(
-            (key, value) -> value.record() instanceof Delivery,
-            Branched.withConsumer(
-                allowed ->
-                    allowed.to(
-                        topics.deliveries(),
-                        Produced.with(Serdes.ByteArray(), outputs(deliveries, Delivery.class))
-                            .withName("deliveries")),
-                "allowed"))
-        .defaultBranch(
-            Branched.withConsumer(
-                capped ->
-                    capped.to(
-                        topics.suppressed(),
-                        Produced.with(Serdes.ByteArray(), outputs(suppressions, Suppression.class))
-                            .withName("suppressed")),
-                "capped"));
+        .to(
+            (key, out, context) ->
+                out.record() instanceof Delivery ? topics.deliveries() : topics.suppressed(),
+            Produced.with(Serdes.ByteArray(), outputs(deliveries, suppressions))
+                .withName("decisions"));
     return builder.build();
   }
 
@@ -203,30 +189,37 @@ public final class SendcapTopology {
   }
 
   /**
-   * The serde of one output topic's records: the send each embeds is written from its input body
-   * where there is one (with a serde of another kind, encoded as the rest).
+   * The serde of the outputs, which sendcap only writes: a delivery or a suppression, each written
+   * with its own topic's serde, the send it embeds written from its input body where there is one
+   * (with a serde of another kind, encoded as the rest).
    */
-  private static <T extends SpecificRecord> Serde<OutputRecord> outputs(
-      Serde<T> serde, Class<T> type) {
-    Serializer<OutputRecord> serializer;
-    if (serde instanceof SingleObjectAvroSerde<T> singleObject) {
-      serializer =
-          (topic, out) -> singleObject.encode(type.cast(out.record()), out.send(), out.sendBody());
-    } else if (serde instanceof ConfluentAvroSerde<T> confluent) {
-      serializer =
-          (topic, out) ->
-              confluent.encode(topic, type.cast(out.record()), out.send(), out.sendBody());
-    } else {
-      Serializer<T> plain = serde.serializer();
-      serializer = (topic, out) -> plain.serialize(topic, type.cast(out.record()));
-    }
-    Deserializer<T> reader = serde.deserializer();
+  private static Serde<OutputRecord> outputs(
+      Serde<Delivery> deliveries, Serde<Suppression> suppressions) {
+    Serializer<OutputRecord> delivery = writer(deliveries, Delivery.class);
+    Serializer<OutputRecord> suppression = writer(suppressions, Suppression.class);
     return Serdes.serdeFrom(
-        serializer,
+        (topic, out) ->
+            out.record() instanceof Delivery
+                ? delivery.serialize(topic, out)
+                : suppression.serialize(topic, out),
         (topic, bytes) -> {
-          T record = reader.deserialize(topic, bytes);
-          return record == null ? null : new OutputRecord(record, null, null);
+          throw new UnsupportedOperationException("sendcap's outputs are written, not read");
         });
+  }
+
+  /** The serializer of the outputs of one type. */
+  private static <T extends SpecificRecord> Serializer<OutputRecord> writer(
+      Serde<T> serde, Class<T> type) {
+    if (serde instanceof SingleObjectAvroSerde<T> singleObject) {
+      return (topic, out) ->
+          singleObject.encode(type.cast(out.record()), out.send(), out.sendBody());
+    }
+    if (serde instanceof ConfluentAvroSerde<T> confluent) {
+      return (topic, out) ->
+          confluent.encode(topic, type.cast(out.record()), out.send(), out.sendBody());
+    }
+    Serializer<T> plain = serde.serializer();
+    return (topic, out) -> plain.serialize(topic, type.cast(out.record()));
   }
 
   /**
