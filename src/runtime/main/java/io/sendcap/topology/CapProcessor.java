@@ -466,34 +466,17 @@ final class CapProcessor
 
   /**
    * Submits the pending sends and keeps them in flight while the next batches fill: Redis decides
-   * while this thread reads on. While there are {@code batch.max.in-flight} batches in flight, or
-   * any at all when the policies have global caps (a batch's tokens are reserved from what the
-   * batches before it left), the oldest is waited for and settled first, and forwarded once the new
-   * batch is on its way. While the limiter is unreachable in block mode, the sends stay pending
-   * instead.
+   * while this thread reads on. The oldest batches in flight are forwarded first while there are
+   * {@code batch.max.in-flight} of them, or any at all when the policies have global caps (a
+   * batch's tokens are reserved from what the batches before it left). While the limiter is
+   * unreachable in block mode, the sends stay pending instead.
    */
   private void flush() {
     Rules batchRules = rules();
     int keep = keptInFlight(batchRules);
-    while (inFlight.size() > keep + 1) {
+    while (inFlight.size() > keep) {
       complete();
     }
-    // The oldest batch's outputs are forwarded once the next batch is on its way: Redis decides it
-    // while this thread forwards, where it used to wait idle for the next batch until the thread
-    // had forwarded the last (BENCHMARKS.md). Its tokens are settled first, for the next batch to
-    // reserve from.
-    Settled oldest = inFlight.size() > keep ? settle() : null;
-    submitPending(batchRules);
-    if (oldest != null) {
-      forward(oldest);
-    }
-  }
-
-  /**
-   * Submits the pending sends as a batch, or leaves them pending while the limiter is unreachable
-   * in block mode.
-   */
-  private void submitPending(Rules batchRules) {
     if (backpressure.holding()) {
       return;
     }
@@ -612,33 +595,13 @@ final class CapProcessor
 
   /**
    * Waits for the oldest batch in flight and forwards its outputs in input order, then moves the
-   * mark past its sends.
+   * mark past its sends. If the limiter could not be reached, {@code cap.redis.failure-mode}
+   * decides: under {@code block} the sends of every batch in flight go back to the pending ones, in
+   * offset order, to be submitted again once the limiter answers.
    */
   private void complete() {
-    Settled settled = settle();
-    if (settled != null) {
-      forward(settled);
-    }
-  }
-
-  /**
-   * A batch out of flight whose outputs are not forwarded yet: {@code decided} holds the per-user
-   * decisions of {@code batch.asked()}, in its order, or is null if the limiter could not be
-   * reached; {@code refused} the sends the global caps refused.
-   */
-  private record Settled(
-      InFlight batch, Decision[] decided, Map<Long, BatchTokens.Refusal> refused) {}
-
-  /**
-   * Waits for the oldest batch in flight and settles it: its decisions read, the tokens of the
-   * sends they did not allow given back, its second chance taken. If the limiter could not be
-   * reached, {@code cap.redis.failure-mode} decides: under {@code block} the sends of every batch
-   * in flight go back to the pending ones, in offset order, to be submitted again once the limiter
-   * answers, and there is nothing to forward (null).
-   */
-  private Settled settle() {
     if (inFlight.isEmpty()) {
-      return null;
+      return;
     }
     // the batch stays in flight until it is settled: if waiting for it fails otherwise (a task
     // corrupted), close() still accounts for its sends and forfeits its tokens
@@ -664,7 +627,7 @@ final class CapProcessor
         }
         inFlight.clear();
         backpressure.unavailable(e, pending.size());
-        return null;
+        return;
       }
       LOG.warn(
           "limiter unavailable, {} sends decided by failure mode {}: {}",
@@ -672,7 +635,8 @@ final class CapProcessor
           mode,
           e.getMessage());
       inFlight.removeFirst();
-      return new Settled(batch, null, batch.tokens().refused());
+      forward(batch, null, batch.tokens().refused());
+      return;
     }
     Decision[] decided = new Decision[batch.asked().size()];
     Map<Long, BatchTokens.Refusal> refused = new HashMap<>(batch.tokens().refused());
@@ -690,7 +654,7 @@ final class CapProcessor
     }
     secondChance(batch, decided, refused);
     inFlight.removeFirst();
-    return new Settled(batch, decided, refused);
+    forward(batch, decided, refused);
   }
 
   /**
@@ -759,13 +723,11 @@ final class CapProcessor
   }
 
   /**
-   * Forwards the outputs of a settled batch in input order and moves the mark past its sends;
-   * tokens of sends it did not allow have been given back already.
+   * Forwards the outputs of a batch in input order and moves the mark past its sends. {@code
+   * decided} holds the per-user decisions of {@code batch.asked()}, in its order, or is null if the
+   * limiter could not be reached; tokens of sends it did not allow have been given back already.
    */
-  private void forward(Settled settled) {
-    InFlight batch = settled.batch();
-    Decision[] decided = settled.decided();
-    Map<Long, BatchTokens.Refusal> refused = settled.refused();
+  private void forward(InFlight batch, Decision[] decided, Map<Long, BatchTokens.Refusal> refused) {
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
     List<Long> asked = batch.asked();
     int next = 0; // the index in asked of the next send asked about, as the sends come in order
@@ -802,27 +764,11 @@ final class CapProcessor
       emit(p, out);
     }
     undecided.remove(batch.sends().size());
-    if (earlierUntil >= 0 && decidedEarlier()) {
+    if (earlierUntil >= 0 && (pending.isEmpty() || pending.offset(0) > earlierUntil)) {
       buffer.dropEarlier();
       earlierUntil = -1;
     }
     mark();
-  }
-
-  /**
-   * Whether every send restored from an earlier version's buffer has been forwarded: none is
-   * pending, nor in a batch in flight (the next batch goes out before the last is forwarded).
-   */
-  private boolean decidedEarlier() {
-    if (!pending.isEmpty() && pending.offset(0) <= earlierUntil) {
-      return false;
-    }
-    for (InFlight batch : inFlight) {
-      if (batch.sends().size() > 0 && batch.sends().offset(0) <= earlierUntil) {
-        return false;
-      }
-    }
-    return true;
   }
 
   /**

@@ -232,8 +232,6 @@ class CapProcessorReviveTest {
     final List<Integer> waitedFor = new ArrayList<>();
     final List<Long> timeFloors = new ArrayList<>(); // each batch's, as its first request has it
     final List<Integer> sizes = new ArrayList<>(); // each batch's number of sends
-    final List<Integer> forwardedBefore = new ArrayList<>(); // outputs forwarded before each batch
-    MockProcessorContext<byte[], OutputRecord> context; // the task's, if the test gives it
     int failFirst; // how many of the first batches the limiter fails to decide
 
     void answer(int batch) {
@@ -245,7 +243,6 @@ class CapProcessorReviveTest {
       int batch = arrived.size();
       timeFloors.add(requests.get(0).timeFloor());
       sizes.add(requests.size());
-      forwardedBefore.add(context == null ? -1 : context.forwarded().size());
       AtomicBoolean answered = new AtomicBoolean();
       arrived.add(answered);
       Pending decided =
@@ -369,36 +366,6 @@ class CapProcessorReviveTest {
     punctuate(context);
     assertThat(decided(context))
         .containsExactly("m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11");
-    assertThat(undecided.count()).as("sends read and not decided").isZero();
-    assertThat(committed(context)).as("the mark, once everything is decided").isEmpty();
-  }
-
-  /**
-   * A flush that waits for the batch in flight sends its own batch to Redis before it forwards the
-   * outputs of the one it waited for: Redis decides the next batch while the thread forwards.
-   * Outputs still come in input order, and the mark moves past the forwarded sends only.
-   */
-  @Test
-  void aFlushSendsItsBatchBeforeForwardingTheOneItWaitedFor() {
-    Answers redis = new Answers();
-    CapProcessor holding = processor(() -> redis, NO_REPLAY, 1, 2);
-    MockProcessorContext<byte[], OutputRecord> context = freshTask();
-    redis.context = context;
-    holding.init(context);
-    for (int offset = 0; offset <= 5; offset++) {
-      process(holding, context, offset); // a batch at each second send, each waiting for the last
-    }
-    assertThat(redis.sizes).containsExactly(2, 2, 2);
-    assertThat(redis.waitedFor).as("each flush waited for the batch before").containsExactly(0, 1);
-    assertThat(redis.forwardedBefore)
-        .as("outputs forwarded when each batch went to Redis")
-        .containsExactly(0, 0, 2);
-    assertThat(decided(context)).containsExactly("m0", "m1", "m2", "m3");
-    assertThat(markedFrom(context)).isEqualTo(4);
-
-    redis.answer(2);
-    punctuate(context);
-    assertThat(decided(context)).containsExactly("m0", "m1", "m2", "m3", "m4", "m5");
     assertThat(undecided.count()).as("sends read and not decided").isZero();
     assertThat(committed(context)).as("the mark, once everything is decided").isEmpty();
   }
