@@ -18,8 +18,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * The pipeline benchmark: one generated campaign blast through the real sendcap application, then
@@ -161,7 +163,18 @@ final class PipelineBench {
       long deadLetters,
       long redisCalls,
       long redisDecisions,
-      long redisFlushes) {
+      long redisFlushes,
+      double limiterWaitSeconds,
+      int streamThreads) {
+    /**
+     * The share of the stream threads' time spent blocked on a batch whose decisions had not
+     * arrived ({@code sendcap.batch.wait} over the run): near 1, Redis sets the pace; near 0, the
+     * JVM does.
+     */
+    double limiterWaitShare() {
+      return limiterWaitSeconds / (Math.max(1, run.elapsedMs()) / 1000.0 * streamThreads);
+    }
+
     /** Sends decided per pipelined flush, that is per network round trip. */
     double decisionsPerRoundTrip() {
       return redisFlushes == 0 ? 0 : (double) redisDecisions / redisFlushes;
@@ -212,7 +225,9 @@ final class PipelineBench {
           deadLetters,
           redisCalls + other.redisCalls,
           redisDecisions + other.redisDecisions,
-          redisFlushes + other.redisFlushes);
+          redisFlushes + other.redisFlushes,
+          limiterWaitSeconds + other.limiterWaitSeconds,
+          streamThreads);
     }
   }
 
@@ -370,7 +385,17 @@ final class PipelineBench {
           counts.of(t.deadLetters()),
           apps.stream().mapToLong(a -> a.redis().calls()).sum(),
           apps.stream().mapToLong(a -> a.redis().decisions()).sum(),
-          apps.stream().mapToLong(a -> a.redis().flushes()).sum());
+          apps.stream().mapToLong(a -> a.redis().flushes()).sum(),
+          apps.stream()
+              .mapToDouble(
+                  a -> a.metrics().get("sendcap.batch.wait").timer().totalTime(TimeUnit.SECONDS))
+              .sum(),
+          configs.stream()
+              .mapToInt(
+                  c ->
+                      Integer.parseInt(
+                          c.streams().getProperty(StreamsConfig.NUM_STREAM_THREADS_CONFIG, "1")))
+              .sum());
     } finally {
       progress.println("stopping the sendcap instance(s)");
       apps.forEach(SendcapApp::close);

@@ -215,6 +215,10 @@ final class PipelineBenchCommand implements Callable<Integer> {
     row(out, "script calls per Redis round trip", oneDecimal(r.capped().callsPerRoundTrip()));
     row(out, "sends decided per script call", oneDecimal(r.capped().decisionsPerCall()));
     row(out, "Redis CPU per decision, us", oneDecimal(r.capped().redisCpuMicrosPerDecision()));
+    row(
+        out,
+        "stream threads waiting for Redis, % of run",
+        oneDecimal(r.capped().limiterWaitShare() * 100));
     if (redisClusterNodes > 0) {
       out.println(
           "  a round trip here is one pipelined flush: one request to each master, at once");
@@ -332,6 +336,7 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("redis_round_trips", r.capped().redisFlushes());
     m.put("decisions_per_call", Math.round(r.capped().decisionsPerCall() * 10) / 10.0);
     m.put("redis_cpu_us_per_decision", round1(r.capped().redisCpuMicrosPerDecision()));
+    m.put("capped_limiter_wait_share", Math.round(r.capped().limiterWaitShare() * 100) / 100.0);
     m.put("peak_heap_bytes", r.memory().heapBytes());
     m.put("max_heap_bytes", r.memory().maxHeapBytes());
     m.put("peak_rss_bytes", r.memory().rssBytes());

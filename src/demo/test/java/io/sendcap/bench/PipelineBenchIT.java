@@ -79,6 +79,7 @@ class PipelineBenchIT {
     assertThat(figures.get("capped_per_s").asDouble()).isPositive();
     assertThat(figures.get("passthrough_per_s").asDouble()).isPositive();
     assertThat(figures.get("decisions_per_round_trip").asDouble()).isPositive();
+    assertThat(figures.get("capped_limiter_wait_share").asDouble()).isBetween(0.0, 1.0);
     assertThat(figures.get("peak_heap_bytes").asLong()).isPositive();
   }
 }

@@ -608,7 +608,7 @@ final class CapProcessor
     InFlight batch = inFlight.peekFirst();
     List<Decision> decisions;
     try {
-      decisions = batch.decisions().await();
+      decisions = await(batch.decisions());
       if (!batch.requests().isEmpty()) {
         backpressure.answered();
       }
@@ -658,6 +658,22 @@ final class CapProcessor
   }
 
   /**
+   * Waits for decisions, timing the wait in {@code sendcap.batch.wait} when they have not arrived
+   * yet: how long this thread is held up by the limiter.
+   */
+  private List<Decision> await(CapStore.Pending decisions) {
+    if (decisions.ready()) {
+      return decisions.await();
+    }
+    long blocked = System.nanoTime();
+    try {
+      return decisions.await();
+    } finally {
+      meters.waited(System.nanoTime() - blocked);
+    }
+  }
+
+  /**
    * Gives the sends the global caps refused a second chance once the sends their per-user caps
    * refused have given their tokens back: the global caps are checked after the per-user ones, so a
    * send is refused only if the tokens that the rest of its batch did not use were not enough for
@@ -703,7 +719,7 @@ final class CapProcessor
     }
     List<Decision> decisions;
     try {
-      decisions = submit(requests, batch.deadline()).await();
+      decisions = await(submit(requests, batch.deadline()));
     } catch (LimiterUnavailableException e) {
       LOG.warn(
           "limiter unavailable for a second chance of {} sends: {}", asked.size(), e.getMessage());

@@ -3,19 +3,23 @@ package io.sendcap.topology;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.Suppression;
 import io.sendcap.avro.SuppressionReason;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.apache.avro.specific.SpecificRecord;
 
 /**
  * The meters of one cap processor: {@code sendcap.sends.allowed} by segment, channel and whether
  * the limiter was bypassed; {@code sendcap.sends.suppressed} by segment, channel, reason and
- * whether it was a shadow suppression ({@code cap.mode=shadow}: the send was delivered too); and
- * {@code sendcap.batch.size}, the sends of each flushed batch.
+ * whether it was a shadow suppression ({@code cap.mode=shadow}: the send was delivered too); {@code
+ * sendcap.batch.size}, the sends of each flushed batch; and {@code sendcap.batch.wait}, the time
+ * the stream thread spent blocked on a batch whose decisions had not arrived when it needed them:
+ * its rate over time is the share of a thread's time spent waiting for the limiter.
  *
  * <p>Counters are looked up once per segment, channel and outcome and kept, so that counting a send
  * costs an array read and an increment.
@@ -32,6 +36,7 @@ final class DecisionMeters {
 
   private final MeterRegistry registry;
   private final DistributionSummary batchSize;
+  private final Timer batchWait;
   private final Map<String, Counter[]> bySegment = new HashMap<>();
 
   DecisionMeters(MeterRegistry registry) {
@@ -42,11 +47,21 @@ final class DecisionMeters {
             .baseUnit("sends")
             .publishPercentileHistogram()
             .register(registry);
+    this.batchWait =
+        Timer.builder("sendcap.batch.wait")
+            .description(
+                "Time a stream thread was blocked on a batch whose decisions had not arrived")
+            .register(registry);
   }
 
   /** Records the size of a flushed batch. */
   void batch(int sends) {
     batchSize.record(sends);
+  }
+
+  /** Records the time the thread was blocked on a batch's decisions. */
+  void waited(long nanos) {
+    batchWait.record(nanos, TimeUnit.NANOSECONDS);
   }
 
   /** Counts one output record: a {@link Delivery} or a {@link Suppression}. */

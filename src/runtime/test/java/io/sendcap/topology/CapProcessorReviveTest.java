@@ -371,6 +371,30 @@ class CapProcessorReviveTest {
   }
 
   /**
+   * {@code sendcap.batch.wait} times the flushes that found their batch's decisions still on their
+   * way, and only those: a batch answered before the thread needs it costs no wait.
+   */
+  @Test
+  void onlyAFlushThatFindsItsBatchUnansweredCountsAWait() {
+    Answers redis = new Answers();
+    CapProcessor holding = processor(() -> redis, NO_REPLAY, 1, 2);
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
+    holding.init(context);
+    process(holding, context, 0);
+    process(holding, context, 1);
+    redis.answer(0);
+    process(holding, context, 2);
+    process(holding, context, 3); // the first batch, answered: forwarded without a wait
+    assertThat(metrics.get("sendcap.batch.wait").timer().count()).isZero();
+
+    process(holding, context, 4);
+    process(holding, context, 5); // the second, still with Redis: this flush waits for it
+    assertThat(redis.waitedFor).containsExactly(1);
+    assertThat(metrics.get("sendcap.batch.wait").timer().count()).isEqualTo(1);
+    assertThat(decided(context)).containsExactly("m0", "m1", "m2", "m3");
+  }
+
+  /**
    * When the limiter fails to decide the oldest of several batches in flight (block mode), the
    * later ones go back with it, whatever Redis answers them, and every send is decided once, in
    * input order, when the sends are submitted again (those Redis logged meanwhile as replays).
