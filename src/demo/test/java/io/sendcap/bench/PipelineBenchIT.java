@@ -17,6 +17,11 @@ class PipelineBenchIT {
 
     assertThat(run.exit()).isZero();
     assertThat(run.lines()).anyMatch(l -> l.startsWith("capped / pass-through"));
+    // the bars of issue 16 stand beside the figures they are on: the whole JVM's, with the JIT
+    assertThat(run.lines())
+        .anyMatch(l -> l.startsWith("JVM CPU per record, capped / p-t") && l.endsWith("<= 2.0"))
+        .anyMatch(l -> l.startsWith("Redis CPU per decision, us") && l.endsWith("<= 10"))
+        .noneMatch(l -> l.startsWith("the same without the JIT") && l.contains("target"));
     JsonNode figures = run.lastLineJson();
     assertEverySendAccountedFor(figures, 20_000);
     // the application's own threads are found by name: the stream threads work in both runs, and
@@ -58,6 +63,9 @@ class PipelineBenchIT {
     assertEverySendAccountedFor(figures, 10_000);
     assertThat(figures.get("instances").asInt()).isEqualTo(2);
     assertThat(figures.get("redis_cluster_nodes").asInt()).isEqualTo(3);
+    assertThat(run.lines())
+        .anyMatch(l -> l.startsWith("sends decided per script call") && l.endsWith(">= 8"))
+        .anyMatch(l -> l.startsWith("Redis CPU per decision, us") && l.endsWith("<= 15"));
   }
 
   @Test
