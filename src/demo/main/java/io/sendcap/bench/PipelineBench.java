@@ -122,6 +122,24 @@ final class PipelineBench {
     }
 
     /**
+     * The JVM's CPU time per second of the run: the cores it kept busy, on average. Its CPU per
+     * record is this divided by the records per second, so a run that keeps the same cores busy
+     * costs more per record the slower it goes.
+     */
+    double jvmCores() {
+      return jvmCpuSeconds / elapsedSeconds();
+    }
+
+    /** Redis's CPU time per second of the run: the cores it kept busy, on average. */
+    double redisCores() {
+      return redisCpuSeconds / elapsedSeconds();
+    }
+
+    private double elapsedSeconds() {
+      return Math.max(1, elapsedMs) / 1000.0;
+    }
+
+    /**
      * The JVM's minor page faults per 1,000 records (memory touched for the first time, as a
      * growing heap's); NaN if unknown.
      */

@@ -192,6 +192,17 @@ final class PipelineBenchCommand implements Callable<Integer> {
         oneDecimal(passthrough.redisCpuMicrosPerRecord()));
     both(
         out,
+        "JVM cores busy (CPU s per s)",
+        twoDecimals(capped.jvmCores()),
+        twoDecimals(passthrough.jvmCores()));
+    both(
+        out,
+        "Redis cores busy (CPU s per s)",
+        twoDecimals(capped.redisCores()),
+        twoDecimals(passthrough.redisCores()));
+    out.println("  CPU per record = cores busy / records per second");
+    both(
+        out,
         "JVM minor page faults per 1,000 records",
         oneDecimal(capped.minorFaultsPerThousandRecords()),
         oneDecimal(passthrough.minorFaultsPerThousandRecords()));
@@ -282,6 +293,10 @@ final class PipelineBenchCommand implements Callable<Integer> {
     return Math.round(v * 10) / 10.0;
   }
 
+  private static double round2(double v) {
+    return Math.round(v * 100) / 100.0;
+  }
+
   /** {@code v} to one decimal; null (JSON's null) for NaN, a figure that could not be measured. */
   private static Double round1OrNull(double v) {
     return Double.isNaN(v) ? null : round1(v);
@@ -289,6 +304,10 @@ final class PipelineBenchCommand implements Callable<Integer> {
 
   private static String oneDecimal(double v) {
     return Double.isNaN(v) ? "n/a" : String.format("%.1f", v);
+  }
+
+  private static String twoDecimals(double v) {
+    return String.format("%.2f", v);
   }
 
   private static String megabytes(long bytes) {
@@ -323,6 +342,9 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("capped_jvm_cpu_us_per_record", round1(capped.jvmCpuMicrosPerRecord()));
     m.put("capped_redis_cpu_us_per_record", round1(capped.redisCpuMicrosPerRecord()));
     m.put("passthrough_jvm_cpu_us_per_record", round1(r.passthrough().jvmCpuMicrosPerRecord()));
+    m.put("capped_jvm_cores", round2(capped.jvmCores()));
+    m.put("passthrough_jvm_cores", round2(r.passthrough().jvmCores()));
+    m.put("capped_redis_cores", round2(capped.redisCores()));
     m.put("capped_app_cpu_us_per_record", round1(capped.appCpuMicrosPerRecord()));
     m.put("passthrough_app_cpu_us_per_record", round1(r.passthrough().appCpuMicrosPerRecord()));
     m.put("capped_jvm_cpu_us_per_record_by_share", byShare(capped));

@@ -1,6 +1,7 @@
 package io.sendcap.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.withinPercentage;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.sendcap.testing.Cli;
@@ -32,6 +33,15 @@ class PipelineBenchIT {
     assertThat(passthrough.get("stream_threads").asDouble()).isPositive();
     assertThat(capped.get("redis_client").asDouble()).isPositive();
     assertThat(passthrough.get("redis_client").asDouble()).isZero();
+    // the cores a run kept busy are its CPU per record times its records per second
+    assertThat(figures.get("capped_jvm_cores").asDouble())
+        .isCloseTo(
+            figures.get("capped_jvm_cpu_us_per_record").asDouble()
+                * figures.get("capped_per_s").asDouble()
+                / 1e6,
+            withinPercentage(10));
+    assertThat(figures.get("passthrough_jvm_cores").asDouble()).isPositive();
+    assertThat(figures.get("capped_redis_cores").asDouble()).isPositive();
     // the page faults are read from /proc on Linux, where the bench runs: a number, never null
     for (String key :
         new String[] {
