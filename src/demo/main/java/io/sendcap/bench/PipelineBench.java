@@ -79,7 +79,7 @@ final class PipelineBench {
       double redisCpuSeconds,
       long minorFaults) {
     double perSecond() {
-      return recordsInAll() * 1000.0 / Math.max(1, elapsedMs);
+      return recordsInAll() / elapsedSeconds();
     }
 
     /** The records of every run this one adds up: the time and CPU figures are theirs. */
@@ -135,7 +135,8 @@ final class PipelineBench {
       return redisCpuSeconds / elapsedSeconds();
     }
 
-    private double elapsedSeconds() {
+    /** The run's wall time, in seconds; never zero, so that it may divide. */
+    double elapsedSeconds() {
       return Math.max(1, elapsedMs) / 1000.0;
     }
 
@@ -190,7 +191,7 @@ final class PipelineBench {
      * JVM does.
      */
     double limiterWaitShare() {
-      return limiterWaitSeconds / (Math.max(1, run.elapsedMs()) / 1000.0 * streamThreads);
+      return limiterWaitSeconds / (run.elapsedSeconds() * streamThreads);
     }
 
     /** Sends decided per pipelined flush, that is per network round trip. */

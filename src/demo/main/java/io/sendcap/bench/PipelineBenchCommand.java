@@ -336,7 +336,7 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("partitions_per_instance", c.split());
     m.put("capped_per_s", Math.round(capped.perSecond()));
     m.put("passthrough_per_s", Math.round(r.passthrough().perSecond()));
-    m.put("ratio", Math.round(r.ratio() * 100) / 100.0);
+    m.put("ratio", round2(r.ratio()));
     m.put("capped_elapsed_ms", capped.elapsedMs());
     m.put("passthrough_elapsed_ms", r.passthrough().elapsedMs());
     m.put("capped_jvm_cpu_us_per_record", round1(capped.jvmCpuMicrosPerRecord()));
@@ -368,12 +368,12 @@ final class PipelineBenchCommand implements Callable<Integer> {
     m.put("dlq", c.deadLetters());
     m.put("passthrough_records", r.passthrough().records());
     m.put("input_bytes", capped.inputBytes());
-    m.put("decisions_per_round_trip", Math.round(r.capped().decisionsPerRoundTrip() * 10) / 10.0);
-    m.put("calls_per_round_trip", Math.round(r.capped().callsPerRoundTrip() * 10) / 10.0);
+    m.put("decisions_per_round_trip", round1(r.capped().decisionsPerRoundTrip()));
+    m.put("calls_per_round_trip", round1(r.capped().callsPerRoundTrip()));
     m.put("redis_round_trips", r.capped().redisFlushes());
-    m.put("decisions_per_call", Math.round(r.capped().decisionsPerCall() * 10) / 10.0);
+    m.put("decisions_per_call", round1(r.capped().decisionsPerCall()));
     m.put("redis_cpu_us_per_decision", round1(r.capped().redisCpuMicrosPerDecision()));
-    m.put("capped_limiter_wait_share", Math.round(r.capped().limiterWaitShare() * 100) / 100.0);
+    m.put("capped_limiter_wait_share", round2(r.capped().limiterWaitShare()));
     m.put("peak_heap_bytes", r.memory().heapBytes());
     m.put("max_heap_bytes", r.memory().maxHeapBytes());
     m.put("peak_rss_bytes", r.memory().rssBytes());
