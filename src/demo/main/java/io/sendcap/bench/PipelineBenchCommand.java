@@ -250,19 +250,22 @@ final class PipelineBenchCommand implements Callable<Integer> {
     out.println("  memory is of the one JVM that ran the broker, every instance of both runs,");
     out.println("  the producer and the readers; Redis runs in processes of its own");
     out.println();
-    out.printf("%-40s %14.2f  target >= 0.5%n", "capped / pass-through", r.ratio());
-    out.printf(
-        "%-40s %14.2f  target <= 2.0%n",
+    row(out, "capped / pass-through", twoDecimals(r.ratio()), "target >= 0.5");
+    row(
+        out,
         "JVM CPU per record, capped / p-t",
-        capped.jvmCpuMicrosPerRecord() / passthrough.jvmCpuMicrosPerRecord());
-    out.printf(
-        "%-40s %14.2f%n",
+        twoDecimals(capped.jvmCpuMicrosPerRecord() / passthrough.jvmCpuMicrosPerRecord()),
+        "target <= 2.0");
+    row(
+        out,
         "the same without the JIT compiler's",
-        capped.jvmCpuWithoutJitMicrosPerRecord() / passthrough.jvmCpuWithoutJitMicrosPerRecord());
-    out.printf(
-        "%-40s %14.2f%n",
+        twoDecimals(
+            capped.jvmCpuWithoutJitMicrosPerRecord()
+                / passthrough.jvmCpuWithoutJitMicrosPerRecord()));
+    row(
+        out,
         "application threads' CPU, capped / p-t",
-        capped.appCpuMicrosPerRecord() / passthrough.appCpuMicrosPerRecord());
+        twoDecimals(capped.appCpuMicrosPerRecord() / passthrough.appCpuMicrosPerRecord()));
   }
 
   private static void both(PrintWriter out, String label, String capped, String passthrough) {
