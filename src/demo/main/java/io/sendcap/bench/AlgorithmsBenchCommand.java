@@ -1,6 +1,7 @@
 package io.sendcap.bench;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sendcap.config.Settings;
 import io.sendcap.embedded.EmbeddedRedis;
 import java.io.PrintWriter;
 import java.util.LinkedHashMap;
@@ -61,7 +62,9 @@ final class AlgorithmsBenchCommand implements Callable<Integer> {
       names = "--sends-per-call",
       description =
           "Sends decided by one script call (cap.redis.sends-per-call; default: ${DEFAULT-VALUE}).")
-  int sendsPerCall = 16;
+  int sendsPerCall =
+      Integer.parseInt(
+          Settings.of("cap.redis.sends-per-call").orElseThrow().defaultValue().orElseThrow());
 
   @Option(
       names = "--rounds",
