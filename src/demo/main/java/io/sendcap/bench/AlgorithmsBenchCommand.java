@@ -62,9 +62,7 @@ final class AlgorithmsBenchCommand implements Callable<Integer> {
       names = "--sends-per-call",
       description =
           "Sends decided by one script call (cap.redis.sends-per-call; default: ${DEFAULT-VALUE}).")
-  int sendsPerCall =
-      Integer.parseInt(
-          Settings.of("cap.redis.sends-per-call").orElseThrow().defaultValue().orElseThrow());
+  int sendsPerCall = Integer.parseInt(Settings.defaultOf("cap.redis.sends-per-call"));
 
   @Option(
       names = "--rounds",

@@ -498,7 +498,7 @@ public final class Settings {
   }
 
   /** The default of a setting of the table that has one. */
-  static String defaultOf(String key) {
+  public static String defaultOf(String key) {
     Setting setting = BY_KEY.get(key);
     if (setting == null || setting.defaultValue().isEmpty()) {
       throw new IllegalArgumentException("no default in the table of settings: " + key);
