@@ -4,9 +4,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sendcap.blast.BlastOptions;
 import java.io.PrintWriter;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.ToDoubleFunction;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -171,6 +173,16 @@ final class PipelineBenchCommand implements Callable<Integer> {
     }
     both(
         out,
+        "JVM CPU per record, 1st / 2nd run, us",
+        eachRun(r.cappedRuns(), PipelineBench.Run::jvmCpuMicrosPerRecord),
+        eachRun(r.passthroughRuns(), PipelineBench.Run::jvmCpuMicrosPerRecord));
+    both(
+        out,
+        "  the JIT compiler's, 1st / 2nd run",
+        eachRun(r.cappedRuns(), run -> run.cpuMicrosPerRecord(ThreadCpu.Share.JIT_COMPILER)),
+        eachRun(r.passthroughRuns(), run -> run.cpuMicrosPerRecord(ThreadCpu.Share.JIT_COMPILER)));
+    both(
+        out,
         "JVM CPU per record without the JIT, us",
         oneDecimal(capped.jvmCpuWithoutJitMicrosPerRecord()),
         oneDecimal(passthrough.jvmCpuWithoutJitMicrosPerRecord()));
@@ -270,6 +282,13 @@ final class PipelineBenchCommand implements Callable<Integer> {
 
   private static void both(PrintWriter out, String label, String capped, String passthrough) {
     out.printf("%-40s %14s %14s%n", label, capped, passthrough);
+  }
+
+  /** A figure of each timed run of one pipeline, in the order they ran: "first / second". */
+  private static String eachRun(
+      List<PipelineBench.Run> runs, ToDoubleFunction<PipelineBench.Run> figure) {
+    return String.join(
+        " / ", runs.stream().map(run -> oneDecimal(figure.applyAsDouble(run))).toList());
   }
 
   private static String whole(double v) {

@@ -1,6 +1,7 @@
 package io.sendcap.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 import static org.assertj.core.api.Assertions.withinPercentage;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -50,6 +51,34 @@ class PipelineBenchIT {
       assertThat(figures.get(key).isNumber()).as(key).isTrue();
       assertThat(figures.get(key).asDouble()).as(key).isNotNegative();
     }
+    // each pipeline's two timed runs apart, in the order they ran: both decided every send, so the
+    // figure of the two together is their mean
+    String[] each = cells(run, "JVM CPU per record, 1st / 2nd run, us");
+    assertThat(mean(each[0]))
+        .isCloseTo(figures.get("capped_jvm_cpu_us_per_record").asDouble(), within(0.11));
+    assertThat(mean(each[1]))
+        .isCloseTo(figures.get("passthrough_jvm_cpu_us_per_record").asDouble(), within(0.11));
+    String[] jit = cells(run, "  the JIT compiler's, 1st / 2nd run");
+    assertThat(mean(jit[0])).isCloseTo(capped.get("jit_compiler").asDouble(), within(0.11));
+    assertThat(mean(jit[1])).isCloseTo(passthrough.get("jit_compiler").asDouble(), within(0.11));
+  }
+
+  /** The capped and pass-through cells of the text line labelled {@code label}. */
+  private static String[] cells(Cli.Result run, String label) {
+    String line =
+        run.lines().stream()
+            .filter(l -> l.startsWith(label))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no line " + label + " in " + run.lines()));
+    // two cells of "first / second", each 14 characters wide and right-aligned after the label's 40
+    return new String[] {line.substring(41, 55).trim(), line.substring(56).trim()};
+  }
+
+  /** The mean of a cell "first / second". */
+  private static double mean(String cell) {
+    String[] runs = cell.split(" / ");
+    assertThat(runs).as(cell).hasSize(2);
+    return (Double.parseDouble(runs[0]) + Double.parseDouble(runs[1])) / 2;
   }
 
   @Test
