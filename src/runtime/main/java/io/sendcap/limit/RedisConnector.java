@@ -14,6 +14,7 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.metrics.CommandLatencyRecorder;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -111,7 +112,14 @@ public final class RedisConnector implements AutoCloseable {
             "Times a task loaded the script again: ahead of its next batch after a connection was"
                 + " lost, or after a node answered NOSCRIPT")
         .register(metrics);
-    this.resources = ClientResources.builder().reconnectDelay(RECONNECT_DELAY).build();
+    // Lettuce records every command's latency when LatencyUtils is on the class path (Micrometer
+    // brings it), on the I/O thread, for events nobody here reads: sendcap.redis.round.trip and
+    // sendcap.batch.wait time what matters, once per flush and per batch (BENCHMARKS.md).
+    this.resources =
+        ClientResources.builder()
+            .reconnectDelay(RECONNECT_DELAY)
+            .commandLatencyRecorder(CommandLatencyRecorder.disabled())
+            .build();
     this.script = readScript(SCRIPT);
     this.sha = Scripts.sha1(script);
     TimeoutOptions timeouts = TimeoutOptions.enabled(settings.timeout());
