@@ -25,8 +25,7 @@
 --                     buckets are window-long spans from the epoch; a count stays below the
 --                     window in ms (Cap checks the limit), so start + count is read back whole.
 --                     Packed, a counter costs one number fewer to print (ZRANGE) and parse (ZADD).
--- ARGV[1]  the index in ARGV of the first send's arguments
--- ARGV[2]  the time floor, ms: no send decided after this call has an earlier decision time
+-- ARGV[1]  the time floor, ms: no send decided after this call has an earlier decision time
 --          (under the event clock, sends arrive out of order, so it may lie before their `now`)
 -- ARGV     then the shapes of the call: the caps that apply to a kind of send, each
 --            minInterval horizon ttl ncaps     interval ms (0: none); horizon ms (log entries
@@ -43,11 +42,15 @@
 --                                              channel 0 counts every send, k only those whose
 --                                              member's top 3 bits are k; identity names a
 --                                              counter ('' for a sliding log)
--- ARGV     then per send: now member shape [start end]*
---                                              decision ms; idempotency id; the ARGV index of
---                                              its shape, negative for a probe (only asks whether
---                                              the send is a replay); for each calendar cap of the shape,
---                                              in order, its current period [start, end)
+-- ARGV     last, the sends, one after the other in one string (one argument per send would cost
+--          Redis an argument object and a Lua string each, and a number's conversion):
+--            shape now member [start end]*  big-endian: shape, 2 bytes, the ARGV index of the
+--                                              send's shape, negative for a probe (only asks
+--                                              whether the send is a replay); now, the decision
+--                                              ms as a length byte and decimal digits (the score
+--                                              ZADD is given); member, the 5-byte idempotency id;
+--                                              for each calendar cap of the shape, in order, its
+--                                              current period [start, end), 8 bytes each
 --
 -- A logged send at t counts against a rolling window w iff t > now - w (later than now counts
 -- too), against a calendar cap iff start <= t < end. Entries at or before floor - horizon are
@@ -62,9 +65,9 @@
 -- numbers unsigned but nextEligibleAt, big-endian; nextEligibleAt is the earliest time >= now
 -- (ms) at which the same send would be allowed.
 
-local call, byte, char, floor, huge, unpack =
-  redis.call, string.byte, string.char, math.floor, math.huge, unpack
-local timeFloor = ARGV[2] + 0
+local call, byte, char, floor, huge, unpack, sunpack, rep =
+  redis.call, string.byte, string.char, math.floor, math.huge, unpack, struct.unpack, string.rep
+local timeFloor = ARGV[1] + 0
 
 -- The shapes of the call by ARGV index, each parsed at its first send.
 local shapes = {}
@@ -76,7 +79,7 @@ local function shape(sh)
     local cap = {kind = kind, window = ARGV[k + 1] + 0, limit = ARGV[k + 2] + 0,
                  channel = ARGV[k + 3] + 0}
     if kind == 1 then
-      cap.bound = 3 + 2 * v.calendars
+      cap.bound = 1 + 2 * v.calendars
       v.calendars = v.calendars + 1
     elseif kind == 2 then
       cap.count = char(1) .. ARGV[k + 4]
@@ -87,6 +90,7 @@ local function shape(sh)
     end
     v[c] = cap
   end
+  v.bounds = '>' .. rep('i8', 2 * v.calendars)
   shapes[sh] = v
   return v
 end
@@ -187,8 +191,8 @@ local function decode(log, member)
   return n, counters, held
 end
 
-local function decide(key, a, v, probe)
-  local now, member = ARGV[a] + 0, ARGV[a + 1]
+local function decide(key, score, member, bounds, v, probe)
+  local now = score + 0
   -- ZSCAN hands a small sorted set (a listpack: up to zset-max-listpack-entries, 128 by default)
   -- over whole and in order, each score as stored, an integer; ZRANGE WITHSCORES prints each score
   -- as a double (%.17g), a third of a microsecond per entry on Redis 7.0. A set in a skip list
@@ -240,7 +244,7 @@ local function decide(key, a, v, probe)
         end
       end
     elseif kind == 1 then
-      local start, stop = ARGV[a + cap.bound] + 0, ARGV[a + cap.bound + 1] + 0
+      local start, stop = bounds[cap.bound], bounds[cap.bound + 1]
       for i = 1, n do
         local t = times[i]
         if t >= start and t < stop and (channel == 0 or floor(byte(ids[i]) / 32) == channel) then
@@ -286,9 +290,9 @@ local function decide(key, a, v, probe)
     call('ZREMRANGEBYRANK', key, held, held + stale - 1)
   end
   if w == 0 then
-    call('ZADD', key, ARGV[a], member)
+    call('ZADD', key, score, member)
   else
-    call('ZADD', key, ARGV[a], member, unpack(writes, 1, w))
+    call('ZADD', key, score, member, unpack(writes, 1, w))
   end
   call('PEXPIRE', key, v.ttl)
   return 0, 0, 0, now
@@ -297,15 +301,20 @@ end
 -- (one string each for the outcomes that carry nothing more)
 local ALLOWED, REPLAY, NOT_A_REPLAY, pack = char(0), char(1), char(4), struct.pack
 local result = {}
-local a = ARGV[1] + 0
+local sends, p, bounds = ARGV[#ARGV], 1, nil
 for i = 1, #KEYS do
-  local sh = ARGV[a + 2] + 0
+  local sh, score, member
+  sh, score, member, p = sunpack('>hBc0c5', sends, p)
   local probe = sh < 0
   if probe then
     sh = -sh
   end
   local v = shapes[sh] or shape(sh)
-  local outcome, cap, count, nextEligible = decide(KEYS[i], a, v, probe)
+  if v.calendars > 0 then
+    bounds = {sunpack(v.bounds, sends, p)}
+    p = bounds[#bounds]
+  end
+  local outcome, cap, count, nextEligible = decide(KEYS[i], score, member, bounds, v, probe)
   if outcome == 0 then
     result[i] = ALLOWED
   elseif outcome == 2 then
@@ -315,6 +324,5 @@ for i = 1, #KEYS do
   else
     result[i] = outcome == 1 and REPLAY or NOT_A_REPLAY
   end
-  a = a + 3 + 2 * v.calendars
 end
 return table.concat(result)

@@ -88,13 +88,17 @@ final class CallBuilder {
   /** The sends of one call being assembled. */
   private final class Group {
     private final List<byte[]> keys = new ArrayList<>(sendsPerCall);
-    private final List<byte[]> sendArgs = new ArrayList<>(3 * sendsPerCall);
     private final int[] indexes = new int[sendsPerCall];
     private final List<int[]> capIndexes = new ArrayList<>(sendsPerCall);
-    private final Map<Shape, byte[]> shapeIndexes = new IdentityHashMap<>();
+    private final Map<Shape, Integer> shapeIndexes = new IdentityHashMap<>();
     private final List<Shape> used = new ArrayList<>();
-    private int nextShapeIndex = 3;
+    private int nextShapeIndex = 2;
     private long timeFloor = Long.MAX_VALUE;
+
+    /** The sends' arguments, in the script's one string; {@code length} bytes of it written. */
+    private byte[] sends = new byte[SEND_BYTES * sendsPerCall];
+
+    private int length;
 
     int size() {
       return keys.size();
@@ -102,11 +106,14 @@ final class CallBuilder {
 
     void add(int index, byte[] key, CapRequest r, MessageDigest sha256) {
       Shape shape = shape(r.policy(), r.channel());
-      byte[] number = shapeIndexes.get(shape);
+      Integer number = shapeIndexes.get(shape);
       if (number == null) {
         used.add(shape);
-        number = Resp.decimal(nextShapeIndex);
+        number = nextShapeIndex;
         nextShapeIndex += shape.args().size();
+        if (nextShapeIndex > Short.MAX_VALUE) {
+          throw new IllegalStateException("a call's shapes take over 32767 arguments");
+        }
         shapeIndexes.put(shape, number);
       }
       indexes[keys.size()] = index;
@@ -114,28 +121,51 @@ final class CallBuilder {
       capIndexes.add(shape.capIndexes());
       timeFloor = Math.min(timeFloor, r.timeFloor());
       long now = r.now();
-      sendArgs.add(Resp.decimal(now));
-      sendArgs.add(MessageIds.member(r.messageId(), r.channel(), sha256));
-      sendArgs.add(r.probe() ? probe(number) : number);
+      byte[] score = Resp.decimal(now);
+      byte[] member = MessageIds.member(r.messageId(), r.channel(), sha256);
+      int calendars = shape.calendars().length;
+      ensure(3 + score.length + member.length + 16 * calendars);
+      int shapeArg = r.probe() ? -number : number;
+      sends[length++] = (byte) (shapeArg >> 8);
+      sends[length++] = (byte) shapeArg;
+      sends[length++] = (byte) score.length;
+      System.arraycopy(score, 0, sends, length, score.length);
+      length += score.length;
+      System.arraycopy(member, 0, sends, length, member.length);
+      length += member.length;
       for (Cap.Kind kind : shape.calendars()) {
         CalendarPeriods.Period period = period(kind, now, r.effectiveZone());
-        sendArgs.add(Resp.decimal(period.start()));
-        sendArgs.add(Resp.decimal(period.end()));
+        putLong(period.start());
+        putLong(period.end());
+      }
+    }
+
+    private void ensure(int more) {
+      if (length + more > sends.length) {
+        sends = Arrays.copyOf(sends, Math.max(2 * sends.length, length + more));
+      }
+    }
+
+    private void putLong(long n) {
+      for (int shift = 56; shift >= 0; shift -= 8) {
+        sends[length++] = (byte) (n >> shift);
       }
     }
 
     Call build() {
-      List<byte[]> args = new ArrayList<>(nextShapeIndex - 1 + sendArgs.size());
-      args.add(Resp.decimal(nextShapeIndex));
+      List<byte[]> args = new ArrayList<>(nextShapeIndex);
       args.add(Resp.decimal(timeFloor));
       for (Shape shape : used) {
         args.addAll(shape.args());
       }
-      args.addAll(sendArgs);
+      args.add(Arrays.copyOf(sends, length));
       ScriptCall call = new ScriptCall(keys.toArray(new byte[0][]), args.toArray(new byte[0][]));
       return new Call(call, Arrays.copyOf(indexes, keys.size()), capIndexes);
     }
   }
+
+  /** The bytes of a send without calendar caps: shape, length, a 13-digit time, member. */
+  private static final int SEND_BYTES = 2 + 1 + 13 + MessageIds.LENGTH;
 
   /**
    * The period last worked out for each kind of calendar cap and zone by any builder of the
@@ -275,13 +305,5 @@ final class CallBuilder {
       id.append(':').append(MessageIds.channelCode(cap.channel()));
     }
     return id.toString().getBytes(StandardCharsets.US_ASCII);
-  }
-
-  /** A shape's index marked as a probe's: negative. */
-  private static byte[] probe(byte[] number) {
-    byte[] negative = new byte[number.length + 1];
-    negative[0] = '-';
-    System.arraycopy(number, 0, negative, 1, number.length);
-    return negative;
   }
 }

@@ -5,11 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sendcap.avro.Channel;
 import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 class CallBuilderTest {
@@ -26,9 +26,9 @@ class CallBuilderTest {
             Duration.ZERO);
     byte[][] args = onlyCall(policy, Channel.EMAIL, Channel.PUSH, Channel.SMS);
 
-    // the first send's arguments follow ARGV[1], ARGV[2] and one shape of two caps
-    assertThat(number(args[0])).isEqualTo(3 + 4 + 2 * 5);
-    assertThat(shapeIndexes(args)).containsExactly(3L, 3L, 3L);
+    // the time floor, one shape of two caps, the sends
+    assertThat(args.length).isEqualTo(1 + 4 + 2 * 5 + 1);
+    assertThat(shapeIndexes(args)).containsExactly(2, 2, 2);
   }
 
   @Test
@@ -42,9 +42,9 @@ class CallBuilderTest {
             Duration.ZERO);
     byte[][] args = onlyCall(policy, Channel.EMAIL, Channel.SMS, Channel.PUSH);
 
-    // EMAIL and PUSH: the 1d cap (4 + 5 arguments from ARGV[3]); SMS: both caps (4 + 10 after)
-    assertThat(number(args[0])).isEqualTo(3 + 9 + 14);
-    assertThat(shapeIndexes(args)).containsExactly(3L, 12L, 3L);
+    // EMAIL and PUSH: the 1d cap (4 + 5 arguments from ARGV[2]); SMS: both caps (4 + 10 after)
+    assertThat(args.length).isEqualTo(1 + 9 + 14 + 1);
+    assertThat(shapeIndexes(args)).containsExactly(2, 11, 2);
   }
 
   /** The arguments of the one call deciding a send on each channel, to users 1, 2, ... */
@@ -58,15 +58,17 @@ class CallBuilderTest {
     return calls.get(0).script().args();
   }
 
-  /** Each send's shape index: the third of its arguments (no calendar caps here). */
-  private static List<Long> shapeIndexes(byte[][] args) {
-    int first = (int) number(args[0]) - 1;
-    return IntStream.iterate(first + 2, i -> i < args.length, i -> i + 3)
-        .mapToObj(i -> number(args[i]))
-        .toList();
-  }
-
-  private static long number(byte[] arg) {
-    return Long.parseLong(new String(arg, StandardCharsets.US_ASCII));
+  /** Each send's shape index, read from the last argument (no calendar caps here). */
+  private static List<Integer> shapeIndexes(byte[][] args) {
+    ByteBuffer sends = ByteBuffer.wrap(args[args.length - 1]);
+    List<Integer> indexes = new ArrayList<>();
+    while (sends.hasRemaining()) {
+      indexes.add((int) sends.getShort());
+      byte[] score = new byte[sends.get()];
+      sends.get(score);
+      assertThat(Long.parseLong(new String(score, StandardCharsets.US_ASCII))).isEqualTo(NOW);
+      sends.position(sends.position() + MessageIds.LENGTH);
+    }
+    return indexes;
   }
 }
