@@ -121,16 +121,14 @@ final class CallBuilder {
       capIndexes.add(shape.capIndexes());
       timeFloor = Math.min(timeFloor, r.timeFloor());
       long now = r.now();
-      byte[] score = Resp.decimal(now);
+      int digits = Resp.decimalLength(now);
       byte[] member = MessageIds.member(r.messageId(), r.channel(), sha256);
-      int calendars = shape.calendars().length;
-      ensure(3 + score.length + member.length + 16 * calendars);
+      ensure(3 + digits + member.length + 16 * shape.calendars().length);
       int shapeArg = r.probe() ? -number : number;
       sends[length++] = (byte) (shapeArg >> 8);
       sends[length++] = (byte) shapeArg;
-      sends[length++] = (byte) score.length;
-      System.arraycopy(score, 0, sends, length, score.length);
-      length += score.length;
+      sends[length++] = (byte) digits;
+      length = Resp.putDecimal(sends, length, now);
       System.arraycopy(member, 0, sends, length, member.length);
       length += member.length;
       for (Cap.Kind kind : shape.calendars()) {

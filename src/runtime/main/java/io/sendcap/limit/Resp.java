@@ -59,21 +59,39 @@ public final class Resp {
 
   /**
    * {@code n} in decimal, as Redis reads an integer argument and the script's {@code tonumber} a
-   * number: written straight into its bytes, as a call carries a few numbers per send.
+   * number: written straight into its bytes, as a call carries numbers for each shape and send.
    */
   static byte[] decimal(long n) {
-    if (n == Long.MIN_VALUE) {
-      return Long.toString(n).getBytes(StandardCharsets.US_ASCII);
-    }
-    int sign = n < 0 ? 1 : 0;
-    long magnitude = Math.abs(n);
-    byte[] out = new byte[sign + digits(magnitude)];
-    putDigits(out, out.length, magnitude);
-    if (sign == 1) {
-      out[0] = '-';
-    }
+    byte[] out = new byte[decimalLength(n)];
+    putDecimal(out, 0, n);
     return out;
   }
+
+  /** The length of {@code n} in decimal. */
+  static int decimalLength(long n) {
+    if (n == Long.MIN_VALUE) {
+      return MIN_VALUE.length;
+    }
+    return (n < 0 ? 1 : 0) + digits(Math.abs(n));
+  }
+
+  /** Writes {@code n} in decimal at {@code at}; returns where the next byte goes. */
+  static int putDecimal(byte[] out, int at, long n) {
+    if (n == Long.MIN_VALUE) {
+      System.arraycopy(MIN_VALUE, 0, out, at, MIN_VALUE.length);
+      return at + MIN_VALUE.length;
+    }
+    int end = at + decimalLength(n);
+    putDigits(out, end, Math.abs(n));
+    if (n < 0) {
+      out[at] = '-';
+    }
+    return end;
+  }
+
+  /** The one number whose magnitude a long cannot hold. */
+  private static final byte[] MIN_VALUE =
+      Long.toString(Long.MIN_VALUE).getBytes(StandardCharsets.US_ASCII);
 
   /** Writes the decimal digits of {@code n}, not negative, to end just before {@code end}. */
   private static void putDigits(byte[] out, int end, long n) {

@@ -61,5 +61,10 @@ class RespTest {
     assertThat(new String(Resp.decimal(n), StandardCharsets.US_ASCII))
         .as("%d", n)
         .isEqualTo(Long.toString(n));
+    byte[] at3 = new byte[3 + Resp.decimalLength(n)];
+    assertThat(Resp.putDecimal(at3, 3, n)).isEqualTo(at3.length);
+    assertThat(new String(at3, 3, at3.length - 3, StandardCharsets.US_ASCII))
+        .as("%d at an offset", n)
+        .isEqualTo(Long.toString(n));
   }
 }
