@@ -266,6 +266,17 @@ final class PipelineBench {
     double ratio() {
       return capped.run().perSecond() / passthrough.perSecond();
     }
+
+    /** Capped JVM CPU per record over pass-through JVM CPU per record: the bar of issue 16. */
+    double jvmCpuRatio() {
+      return capped.run().jvmCpuMicrosPerRecord() / passthrough.jvmCpuMicrosPerRecord();
+    }
+
+    /** The same without the JIT compiler's threads. */
+    double jvmCpuRatioWithoutJit() {
+      return capped.run().jvmCpuWithoutJitMicrosPerRecord()
+          / passthrough.jvmCpuWithoutJitMicrosPerRecord();
+    }
   }
 
   private final Options options;

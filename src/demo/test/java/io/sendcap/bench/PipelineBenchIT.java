@@ -42,6 +42,16 @@ class PipelineBenchIT {
                 / 1e6,
             withinPercentage(10));
     assertThat(figures.get("passthrough_jvm_cores").asDouble()).isPositive();
+    // the bar's figure is in the JSON as printed, and is the ratio of the two figures per record
+    assertThat(figures.get("jvm_cpu_ratio").asDouble())
+        .isEqualTo(cell(run, "JVM CPU per record, capped / p-t"));
+    assertThat(figures.get("jvm_cpu_ratio_without_jit").asDouble())
+        .isEqualTo(cell(run, "the same without the JIT compiler's"));
+    assertThat(figures.get("jvm_cpu_ratio").asDouble())
+        .isCloseTo(
+            figures.get("capped_jvm_cpu_us_per_record").asDouble()
+                / figures.get("passthrough_jvm_cpu_us_per_record").asDouble(),
+            withinPercentage(5));
     assertThat(figures.get("capped_redis_cores").asDouble()).isPositive();
     // the page faults are read from /proc on Linux, where the bench runs: a number, never null
     for (String key :
@@ -65,13 +75,23 @@ class PipelineBenchIT {
 
   /** The capped and pass-through cells of the text line labelled {@code label}. */
   private static String[] cells(Cli.Result run, String label) {
-    String line =
-        run.lines().stream()
-            .filter(l -> l.startsWith(label))
-            .findFirst()
-            .orElseThrow(() -> new AssertionError("no line " + label + " in " + run.lines()));
+    String line = line(run, label);
     // two cells of "first / second", each 14 characters wide and right-aligned after the label's 40
     return new String[] {line.substring(41, 55).trim(), line.substring(56).trim()};
+  }
+
+  /** The one figure of the text line labelled {@code label}, before any target. */
+  private static double cell(Cli.Result run, String label) {
+    String line = line(run, label);
+    return Double.parseDouble(line.substring(label.length()).trim().split("\\s+")[0]);
+  }
+
+  /** The text line labelled {@code label}. */
+  private static String line(Cli.Result run, String label) {
+    return run.lines().stream()
+        .filter(l -> l.startsWith(label))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no line " + label + " in " + run.lines()));
   }
 
   /** The mean of a cell "first / second". */
