@@ -5,6 +5,7 @@ import io.sendcap.avro.Channel;
 import io.sendcap.config.CalendarPeriods;
 import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Instant;
@@ -95,10 +96,8 @@ final class CallBuilder {
     private int nextShapeIndex = 2;
     private long timeFloor = Long.MAX_VALUE;
 
-    /** The sends' arguments, in the script's one string; {@code length} bytes of it written. */
-    private byte[] sends = new byte[SEND_BYTES * sendsPerCall];
-
-    private int length;
+    /** The sends' arguments, in the script's one string, as far as its position. */
+    private ByteBuffer sends = ByteBuffer.allocate(SEND_BYTES * sendsPerCall);
 
     int size() {
       return keys.size();
@@ -124,29 +123,20 @@ final class CallBuilder {
       int digits = Resp.decimalLength(now);
       byte[] member = MessageIds.member(r.messageId(), r.channel(), sha256);
       ensure(3 + digits + member.length + 16 * shape.calendars().length);
-      int shapeArg = r.probe() ? -number : number;
-      sends[length++] = (byte) (shapeArg >> 8);
-      sends[length++] = (byte) shapeArg;
-      sends[length++] = (byte) digits;
-      length = Resp.putDecimal(sends, length, now);
-      System.arraycopy(member, 0, sends, length, member.length);
-      length += member.length;
+      sends.putShort((short) (r.probe() ? -number : number)).put((byte) digits);
+      sends.position(Resp.putDecimal(sends.array(), sends.position(), now));
+      sends.put(member);
       for (Cap.Kind kind : shape.calendars()) {
         CalendarPeriods.Period period = period(kind, now, r.effectiveZone());
-        putLong(period.start());
-        putLong(period.end());
+        sends.putLong(period.start()).putLong(period.end());
       }
     }
 
     private void ensure(int more) {
-      if (length + more > sends.length) {
-        sends = Arrays.copyOf(sends, Math.max(2 * sends.length, length + more));
-      }
-    }
-
-    private void putLong(long n) {
-      for (int shift = 56; shift >= 0; shift -= 8) {
-        sends[length++] = (byte) (n >> shift);
+      if (sends.remaining() < more) {
+        sends =
+            ByteBuffer.allocate(Math.max(2 * sends.capacity(), sends.position() + more))
+                .put(sends.flip());
       }
     }
 
@@ -156,7 +146,7 @@ final class CallBuilder {
       for (Shape shape : used) {
         args.addAll(shape.args());
       }
-      args.add(Arrays.copyOf(sends, length));
+      args.add(Arrays.copyOf(sends.array(), sends.position()));
       ScriptCall call = new ScriptCall(keys.toArray(new byte[0][]), args.toArray(new byte[0][]));
       return new Call(call, Arrays.copyOf(indexes, keys.size()), capIndexes);
     }
