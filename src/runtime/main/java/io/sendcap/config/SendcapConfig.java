@@ -43,6 +43,8 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param topics the topic names
  * @param policiesFile the policy file, used until a version is published on {@code topic.policies}
  * @param segmentsLoadTimeout how long start-up waits for every segment the policies name
+ * @param segmentsMaxBytes the most bytes one segment's published bitmap may claim, and the most
+ *     bytes of chunks that may wait for their manifests, all segments together
  * @param limiter the settings of the Redis limiter
  * @param mode whether capped sends are suppressed ({@code enforce}) or delivered all the same and
  *     only reported on the suppressed topic ({@code shadow})
@@ -64,6 +66,7 @@ public record SendcapConfig(
     Topics topics,
     Path policiesFile,
     Duration segmentsLoadTimeout,
+    int segmentsMaxBytes,
     Limiter limiter,
     Mode mode,
     Batch batch,
@@ -309,6 +312,7 @@ public record SendcapConfig(
             r.maxPending("batch.max.pending", maxRecords));
     Path policies = Installation.resolve(Path.of(r.string("policies.file")));
     Duration segments = r.duration("segments.load.timeout.ms");
+    int segmentsMaxBytes = r.integer("segments.max-bytes");
     String serde = r.string("avro.serde");
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
     Map<String, String> schemaRegistry = r.schemaRegistry(serde);
@@ -327,6 +331,7 @@ public record SendcapConfig(
         topics,
         policies,
         segments,
+        segmentsMaxBytes,
         limiter,
         mode,
         batch,

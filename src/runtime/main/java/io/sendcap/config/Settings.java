@@ -186,7 +186,18 @@ public final class Settings {
                       "segments.load.timeout.ms",
                       "120000",
                       "How long start-up waits for every segment the policies name to be on"
-                          + " topic.segments."))),
+                          + " topic.segments."),
+                  integer(
+                      "segments.max-bytes",
+                      "268435456",
+                      1024,
+                      Integer.MAX_VALUE - 8,
+                      "The most bytes one published segment may hold (its manifest's bytes), and"
+                          + " the most bytes of chunks\n"
+                          + "that may wait for their manifests, all segments together. A record of"
+                          + " topic.segments beyond it\n"
+                          + "is skipped and counted in sendcap_segments_rejected_total{reason=\"too-large\"}. Four segments\n"
+                          + "over 270M users take about 135 MB in all (BENCHMARKS.md)."))),
           new Section(
               "Limiter",
               List.of(

@@ -3,13 +3,13 @@ package io.sendcap.segment;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * How segments travel on the compacted {@code segments} topic.
@@ -25,6 +25,7 @@ import java.util.List;
  */
 public final class SegmentRecords {
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Pattern SHA256 = Pattern.compile("[0-9a-f]{64}");
 
   private SegmentRecords() {}
 
@@ -57,12 +58,85 @@ public final class SegmentRecords {
       }
     }
 
-    /** Reads a manifest record's value. */
+    /**
+     * Reads a manifest record's value.
+     *
+     * @throws IllegalArgumentException if it is not a manifest's JSON
+     */
     public static Manifest fromJson(byte[] json) {
       try {
-        return JSON.readValue(json, Manifest.class);
+        Manifest m = JSON.readValue(json, Manifest.class);
+        if (m == null) {
+          throw new IllegalArgumentException("not a segment manifest: null");
+        }
+        return m;
       } catch (IOException e) {
         throw new IllegalArgumentException("not a segment manifest: " + e.getMessage(), e);
+      }
+    }
+
+    /**
+     * Checks that this manifest, read under {@code key}, describes a version that can exist: its
+     * own segment's name, a positive version, at least one chunk and no more chunks than bytes, a
+     * SHA-256 in hex; returns it.
+     *
+     * @throws IllegalArgumentException naming the first field that cannot be
+     */
+    public Manifest check(String key) {
+      if (segment == null || !segment.equals(key)) {
+        throw new IllegalArgumentException(
+            "the manifest under key " + key + " names segment " + segment);
+      }
+      requireName(segment);
+      if (version < 1) {
+        throw new IllegalArgumentException("version " + version + " is not positive");
+      }
+      if (chunks < 1 || bytes < 1 || chunks > bytes) {
+        throw new IllegalArgumentException(
+            chunks + " chunks of " + bytes + " bytes: at least 1 chunk of at least 1 byte each");
+      }
+      if (sha256 == null || !SHA256.matcher(sha256).matches()) {
+        throw new IllegalArgumentException("sha256 is not 64 hexadecimal digits");
+      }
+      if (cardinality < 0) {
+        throw new IllegalArgumentException("cardinality " + cardinality + " is negative");
+      }
+      return this;
+    }
+  }
+
+  /**
+   * The parts of a chunk's key, {@code NAME/VERSION/INDEX}.
+   *
+   * @param segment the segment's name
+   * @param version the version the chunk belongs to, positive
+   * @param index the chunk's place in the version, from 0
+   */
+  public record ChunkKey(String segment, long version, int index) {
+    /**
+     * Reads a chunk's key.
+     *
+     * @throws IllegalArgumentException if it is not {@code NAME/VERSION/INDEX} with a valid name, a
+     *     positive version and an index from 0
+     */
+    public static ChunkKey parse(String key) {
+      int first = key.indexOf('/');
+      int second = first < 0 ? -1 : key.indexOf('/', first + 1);
+      if (first <= 0 || second < 0 || key.indexOf('/', second + 1) >= 0) {
+        throw new IllegalArgumentException("chunk key " + key + " is not NAME/VERSION/INDEX");
+      }
+      String segment = key.substring(0, first);
+      try {
+        requireName(segment);
+        long version = Long.parseLong(key.substring(first + 1, second));
+        int index = Integer.parseInt(key.substring(second + 1));
+        if (version < 1 || index < 0) {
+          throw new NumberFormatException("version " + version + ", index " + index);
+        }
+        return new ChunkKey(segment, version, index);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(
+            "chunk key " + key + " is not NAME/VERSION/INDEX: " + e.getMessage(), e);
       }
     }
   }
@@ -78,17 +152,6 @@ public final class SegmentRecords {
   /** The key of chunk {@code index} of {@code version} of {@code segment}. */
   public static String chunkKey(String segment, long version, int index) {
     return segment + "/" + version + "/" + index;
-  }
-
-  /** The segment a chunk key belongs to. */
-  public static String segmentOfChunk(String chunkKey) {
-    return chunkKey.substring(0, chunkKey.indexOf('/'));
-  }
-
-  /** The version a chunk key belongs to. */
-  public static long versionOfChunk(String chunkKey) {
-    int first = chunkKey.indexOf('/');
-    return Long.parseLong(chunkKey.substring(first + 1, chunkKey.indexOf('/', first + 1)));
   }
 
   /**
@@ -116,42 +179,52 @@ public final class SegmentRecords {
   }
 
   /**
-   * Assembles the version a manifest describes from its chunks, or returns null if a chunk is
-   * missing; fails if the chunks do not match the manifest.
+   * The serialized bitmap a manifest describes, from its chunks, or null if a chunk is missing.
+   * Nothing is allocated for the whole until the chunks' lengths add up to the manifest's.
+   *
+   * @param manifest a manifest that passed {@link Manifest#check}
+   * @throws IllegalArgumentException if the chunks do not match the manifest's length and SHA-256
    */
-  public static UserIds assemble(Manifest manifest, ChunkSource chunks) {
-    byte[] all = new byte[Math.toIntExact(manifest.bytes())];
-    int at = 0;
+  public static byte[] assembleBytes(Manifest manifest, ChunkSource chunks) {
+    List<byte[]> parts = new ArrayList<>(Math.min(manifest.chunks(), 1024));
+    long length = 0;
     for (int i = 0; i < manifest.chunks(); i++) {
       byte[] chunk = chunks.get(chunkKey(manifest.segment(), manifest.version(), i));
       if (chunk == null) {
         return null;
       }
-      if (at + chunk.length > all.length) {
-        throw new IllegalArgumentException(
-            "segment "
-                + manifest.segment()
-                + " v"
-                + manifest.version()
-                + ": chunks exceed "
-                + manifest.bytes()
-                + " bytes");
-      }
-      System.arraycopy(chunk, 0, all, at, chunk.length);
-      at += chunk.length;
+      parts.add(chunk);
+      length += chunk.length;
     }
-    if (at != all.length || !sha256(all).equals(manifest.sha256())) {
+    if (length != manifest.bytes()) {
       throw new IllegalArgumentException(
           "segment "
               + manifest.segment()
               + " v"
               + manifest.version()
-              + ": chunks do not match the manifest's length and SHA-256");
+              + ": its chunks hold "
+              + length
+              + " bytes, its manifest says "
+              + manifest.bytes());
     }
-    return UserIds.readPortable(ByteBuffer.wrap(all));
+    byte[] all = new byte[(int) length];
+    int at = 0;
+    for (byte[] part : parts) {
+      System.arraycopy(part, 0, all, at, part.length);
+      at += part.length;
+    }
+    if (!sha256(all).equals(manifest.sha256())) {
+      throw new IllegalArgumentException(
+          "segment "
+              + manifest.segment()
+              + " v"
+              + manifest.version()
+              + ": chunks do not match the manifest's SHA-256");
+    }
+    return all;
   }
 
-  /** Where {@link #assemble} finds chunks by key. */
+  /** Where {@link #assembleBytes} finds chunks by key. */
   public interface ChunkSource {
     /** The chunk stored under {@code key}, or null. */
     byte[] get(String key);
@@ -159,6 +232,9 @@ public final class SegmentRecords {
 
   /** Checks that a segment name can be a key: not empty, no '/'. */
   public static String requireName(String segment) {
+    if (segment == null) {
+      throw new IllegalArgumentException("a segment needs a name");
+    }
     if (segment.isEmpty() || segment.indexOf('/') >= 0 || !segment.strip().equals(segment)) {
       throw new IllegalArgumentException(
           "segment name \"" + segment + "\" must be non-empty, without '/' or surrounding spaces");

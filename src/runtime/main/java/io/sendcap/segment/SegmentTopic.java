@@ -43,6 +43,13 @@ public final class SegmentTopic {
   /** How long an operation waits for the brokers by default. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
 
+  /**
+   * The most bytes of a segment the tools assemble: what one array holds. A version is assembled
+   * only from chunks read, whose lengths must add up to its manifest's, so no claimed size is
+   * allocated unread.
+   */
+  private static final long MAX_BYTES = Integer.MAX_VALUE - 8;
+
   private final Properties client;
   private final String topic;
   private final Duration timeout;
@@ -76,8 +83,9 @@ public final class SegmentTopic {
     public long highestVersion(String segment) {
       long highest = manifestVersions.getOrDefault(segment, 0L);
       for (String key : chunkKeys) {
-        if (SegmentRecords.segmentOfChunk(key).equals(segment)) {
-          highest = Math.max(highest, SegmentRecords.versionOfChunk(key));
+        SegmentRecords.ChunkKey chunk = SegmentRecords.ChunkKey.parse(key);
+        if (chunk.segment().equals(segment)) {
+          highest = Math.max(highest, chunk.version());
         }
       }
       return highest;
@@ -131,11 +139,10 @@ public final class SegmentTopic {
    */
   private Contents read(List<String> priorityOrder, boolean awaitTopic, boolean assemble) {
     SegmentRegistry registry = new SegmentRegistry(priorityOrder);
-    SegmentLoader loader = new SegmentLoader(registry);
-    Map<String, byte[]> store = new HashMap<>();
+    SegmentLoader loader = new SegmentLoader(registry, MAX_BYTES, reason -> {});
     Set<String> chunkKeys = new HashSet<>();
     Map<String, Long> manifestVersions = new HashMap<>();
-    SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(store::get, store::remove);
+    SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(new HashMap<>());
     Properties props = new Properties();
     props.putAll(client);
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
@@ -157,16 +164,12 @@ public final class SegmentTopic {
           if (r.key() == null) {
             continue;
           }
-          if (r.value() == null) {
-            store.remove(r.key());
-            chunkKeys.remove(r.key());
-          } else if (!SegmentRecords.isManifestKey(r.key())) {
-            chunkKeys.add(r.key());
-            if (assemble) {
-              store.put(r.key(), r.value());
-            }
-          } else {
+          if (SegmentRecords.isManifestKey(r.key())) {
             noteManifest(r.key(), r.value(), manifestVersions);
+          } else if (isChunkKey(r.key()) && r.value() != null) {
+            chunkKeys.add(r.key());
+          } else {
+            chunkKeys.remove(r.key());
           }
           if (assemble) {
             loader.onRecord(r.key(), r.value(), chunks);
@@ -183,10 +186,22 @@ public final class SegmentTopic {
   }
 
   private static void noteManifest(String key, byte[] value, Map<String, Long> versions) {
+    if (value == null) {
+      return;
+    }
     try {
-      versions.merge(key, SegmentRecords.Manifest.fromJson(value).version(), Math::max);
+      versions.merge(key, SegmentRecords.Manifest.fromJson(value).check(key).version(), Math::max);
     } catch (IllegalArgumentException e) {
       // not a manifest; the loader reports it when the topic is read to be used
+    }
+  }
+
+  private static boolean isChunkKey(String key) {
+    try {
+      SegmentRecords.ChunkKey.parse(key);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false; // the loader reports it when the topic is read to be used
     }
   }
 
@@ -227,7 +242,7 @@ public final class SegmentTopic {
       producer.send(new ProducerRecord<>(topic, partition, last.key(), last.value())).get();
       List<Future<RecordMetadata>> tombstones = new ArrayList<>();
       for (String key : contents.chunkKeys()) {
-        if (SegmentRecords.segmentOfChunk(key).equals(segment)) {
+        if (SegmentRecords.ChunkKey.parse(key).segment().equals(segment)) {
           tombstones.add(producer.send(new ProducerRecord<>(topic, partition, key, null)));
         }
       }

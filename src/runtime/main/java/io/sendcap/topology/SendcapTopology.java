@@ -8,7 +8,6 @@ import io.sendcap.config.LivePolicies;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapStore;
 import io.sendcap.limit.GlobalQuotas;
-import io.sendcap.segment.SegmentLoader;
 import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.serde.AvroSerdes;
 import io.sendcap.serde.ConfluentAvroSerde;
@@ -145,14 +144,14 @@ public final class SendcapTopology {
 
     StreamsBuilder builder =
         new StreamsBuilder(new TopologyConfig(new StreamsConfig(config.streams())));
-    SegmentLoader loader = new SegmentLoader(segments);
     builder.addGlobalStore(
         Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore(SEGMENT_STORE), Serdes.String(), Serdes.ByteArray())
             .withLoggingDisabled(),
         topics.segments(),
         Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("segments"),
-        () -> new SegmentStoreProcessor(loader, SEGMENT_STORE));
+        () ->
+            new SegmentStoreProcessor(segments, config.segmentsMaxBytes(), SEGMENT_STORE, metrics));
     builder.addGlobalStore(
         Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore(POLICY_STORE), Serdes.String(), Serdes.ByteArray())

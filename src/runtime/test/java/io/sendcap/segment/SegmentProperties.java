@@ -52,13 +52,13 @@ class SegmentProperties {
     users.optimize();
 
     SegmentRegistry registry = new SegmentRegistry(List.of("s"));
-    SegmentLoader loader = new SegmentLoader(registry);
+    SegmentLoader loader = new SegmentLoader(registry, Integer.MAX_VALUE, reason -> {});
     Map<String, byte[]> store = new HashMap<>();
-    SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(store::get, store::remove);
+    SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(store);
     for (SegmentRecords.Entry e : SegmentRecords.publish("s", 1, users, chunkBytes, 0)) {
-      store.put(e.key(), e.value());
       loader.onRecord(e.key(), e.value(), chunks);
     }
+    assertThat(store).as("chunks leave the store once assembled").isEmpty();
 
     assertThat(registry.version("s")).isEqualTo(1);
     assertThat(registry.loaded().get("s").ids().cardinality()).isEqualTo(ids.size());

@@ -3,6 +3,8 @@ package io.sendcap.segment;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -10,10 +12,10 @@ import org.junit.jupiter.api.Test;
 
 class SegmentRegistryTest {
   private final SegmentRegistry registry = new SegmentRegistry(List.of("new-users", "active"));
-  private final SegmentLoader loader = new SegmentLoader(registry);
+  private final List<SegmentLoader.Reason> reasons = new ArrayList<>();
+  private final SegmentLoader loader = new SegmentLoader(registry, 1 << 20, reasons::add);
   private final Map<String, byte[]> store = new HashMap<>();
-  private final SegmentLoader.ChunkStore chunks =
-      SegmentLoader.ChunkStore.of(store::get, store::remove);
+  private final SegmentLoader.ChunkStore chunks = SegmentLoader.ChunkStore.of(store);
 
   private static UserIds ids(long... values) {
     UserIds set = new UserIds();
@@ -25,11 +27,6 @@ class SegmentRegistryTest {
 
   private void deliver(List<SegmentRecords.Entry> entries) {
     for (SegmentRecords.Entry e : entries) {
-      if (e.value() == null) {
-        store.remove(e.key());
-      } else if (!SegmentRecords.isManifestKey(e.key())) {
-        store.put(e.key(), e.value());
-      }
       loader.onRecord(e.key(), e.value(), chunks);
     }
   }
@@ -76,6 +73,68 @@ class SegmentRegistryTest {
     deliver(List.of(new SegmentRecords.Entry(bad.get(0).key(), chunk), bad.get(1)));
     assertThat(loader.rejected()).isEqualTo(1);
     assertThat(registry.version("active")).isEqualTo(1);
+  }
+
+  @Test
+  void chunksThatMatchTheirManifestButHoldNoBitmapAreRejectedAsUnreadable() {
+    List<SegmentRecords.Entry> real = SegmentRecords.publish("active", 1, ids(1), 1024, 0);
+    byte[] garbage = "not a bitmap at all".getBytes(StandardCharsets.UTF_8);
+    SegmentRecords.Manifest claimed = SegmentRecords.Manifest.fromJson(real.get(1).value());
+    SegmentRecords.Manifest lying =
+        new SegmentRecords.Manifest(
+            "active", 1, 1, garbage.length, sha256(garbage), 1, claimed.publishedAt());
+    deliver(
+        List.of(
+            new SegmentRecords.Entry("active/1/0", garbage),
+            new SegmentRecords.Entry("active", lying.toJson())));
+
+    assertThat(reasons).containsExactly(SegmentLoader.Reason.UNREADABLE);
+    assertThat(registry.version("active")).isZero();
+  }
+
+  @Test
+  void chunksWaitingForAManifestHoldAtMostTheBoundAndLeaveWithTheirVersion() {
+    SegmentLoader small = new SegmentLoader(registry, 10, reasons::add);
+    small.onRecord("active/2/0", new byte[6], chunks);
+    small.onRecord("active/2/1", new byte[6], chunks);
+    assertThat(reasons).containsExactly(SegmentLoader.Reason.TOO_LARGE);
+    assertThat(small.waitingBytes()).isEqualTo(6);
+
+    small.onRecord("active/2/0", null, chunks);
+    assertThat(small.waitingBytes()).isZero();
+    assertThat(store).isEmpty();
+  }
+
+  @Test
+  void chunksOfAVersionNoNewerThanTheOneInForceAreNotKept() {
+    deliver(SegmentRecords.publish("active", 3, ids(1), 1024, 0));
+    loader.onRecord("active/2/0", new byte[100], chunks);
+    loader.onRecord("active/3/0", new byte[100], chunks);
+
+    assertThat(store).isEmpty();
+    assertThat(loader.waitingBytes()).isZero();
+    assertThat(reasons).isEmpty();
+  }
+
+  @Test
+  void chunksOfAnOlderPendingVersionLeaveWhenANewerOneIsInstalled() {
+    List<SegmentRecords.Entry> v2 = SegmentRecords.publish("active", 2, ids(1), 1024, 0);
+    deliver(v2.subList(0, v2.size() - 1)); // the publisher died before the manifest
+    assertThat(loader.waitingBytes()).isPositive();
+    deliver(SegmentRecords.publish("active", 3, ids(2), 1024, 0));
+
+    assertThat(registry.version("active")).isEqualTo(3);
+    assertThat(store).isEmpty();
+    assertThat(loader.waitingBytes()).isZero();
+  }
+
+  private static String sha256(byte[] bytes) {
+    try {
+      return java.util.HexFormat.of()
+          .formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(bytes));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new AssertionError(e);
+    }
   }
 
   @Test
