@@ -3,6 +3,7 @@ package io.sendcap.config;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.sendcap.avro.Channel;
 import java.io.IOException;
@@ -34,6 +35,25 @@ import java.util.regex.Pattern;
  *     the per-user caps
  */
 public record Policies(List<Policy> segments, Policy defaultPolicy, List<GlobalCap> global) {
+  /**
+   * The most caps one policy may have. Every send carries its policy's caps to the script, and the
+   * script writes every counter a send changes in one command: a bound keeps both far inside what
+   * one call of the script can take.
+   */
+  public static final int MAX_CAPS = 64;
+
+  /** The most segments a file may name; a user's segment is looked up in each, in order. */
+  public static final int MAX_SEGMENTS = 1000;
+
+  /** The most caps across users a file may have. */
+  public static final int MAX_GLOBAL_CAPS = 64;
+
+  /**
+   * The longest campaign id a global cap may name, and a send may carry: campaign ids are part of
+   * the keys of global caps per campaign.
+   */
+  public static final int MAX_CAMPAIGN_ID = 256;
+
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
   private static final String CALENDAR_WINDOWS = "calendar-day, calendar-week or calendar-month";
   private static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9_.-]{0,63}");
@@ -77,6 +97,10 @@ public record Policies(List<Policy> segments, Policy defaultPolicy, List<GlobalC
     JsonNode list = root.path("segments");
     if (!list.isMissingNode() && !list.isArray()) {
       problems.add("segments", list, "a list of segments, highest priority first");
+    } else if (list.size() > MAX_SEGMENTS) {
+      problems.add(
+          "segments", "[" + list.size() + " segments]", "at most " + MAX_SEGMENTS + " segments");
+      list = MissingNode.getInstance();
     }
     Set<String> seen = new HashSet<>();
     for (int i = 0; list.isArray() && i < list.size(); i++) {
@@ -115,6 +139,13 @@ public record Policies(List<Policy> segments, Policy defaultPolicy, List<GlobalC
       problems.add("global", list, "a list of caps across users");
       return caps;
     }
+    if (list.size() > MAX_GLOBAL_CAPS) {
+      problems.add(
+          "global",
+          "[" + list.size() + " caps]",
+          "at most " + MAX_GLOBAL_CAPS + " caps across users");
+      return caps;
+    }
     Set<String> seen = new HashSet<>();
     for (int i = 0; i < list.size(); i++) {
       String path = "global[" + i + "]";
@@ -143,8 +174,11 @@ public record Policies(List<Policy> segments, Policy defaultPolicy, List<GlobalC
       Channel channel = channel(node.path("channel"), path, problems);
       JsonNode campaignNode = node.path("campaign");
       String campaign = campaignNode.isMissingNode() ? null : campaignNode.asText();
-      if (campaign != null && campaign.isBlank()) {
-        problems.add(path + ".campaign", campaign, "a campaign id");
+      if (campaign != null && (campaign.isBlank() || campaign.length() > MAX_CAMPAIGN_ID)) {
+        problems.add(
+            path + ".campaign",
+            campaign,
+            "a campaign id of at most " + MAX_CAMPAIGN_ID + " characters");
       }
       String window = node.path("window").asText(null);
       Duration duration = window == null ? null : Durations.parse(window).orElse(null);
@@ -186,6 +220,10 @@ public record Policies(List<Policy> segments, Policy defaultPolicy, List<GlobalC
     if (!node.isMissingNode() && (!list.isArray() || list.isEmpty())) {
       problems.add(
           path + ".caps", list.isMissingNode() ? null : list, "a list of one or more caps");
+    } else if (list.size() > MAX_CAPS) {
+      problems.add(
+          path + ".caps", "[" + list.size() + " caps]", "at most " + MAX_CAPS + " caps per policy");
+      list = MissingNode.getInstance();
     }
     for (int i = 0; list.isArray() && i < list.size(); i++) {
       String capPath = path + ".caps[" + i + "]";

@@ -73,6 +73,11 @@ final class CallBuilder {
         byte[] key = keys.key(requests.get(i).userId());
         int slot = cluster ? SlotHash.getSlot(key) : 0;
         Group group = open.computeIfAbsent(slot, s -> new Group());
+        if (!group.fits(requests.get(i))) {
+          calls.add(group.build());
+          group = new Group();
+          open.put(slot, group);
+        }
         group.add(i, key, requests.get(i), sha256);
         if (group.size() == sendsPerCall) {
           calls.add(group.build());
@@ -103,6 +108,18 @@ final class CallBuilder {
       return keys.size();
     }
 
+    /**
+     * Whether the send's shape can join the call: a send gives its shape's argument index in two
+     * bytes, so a call's shapes end before argument 32767 (a policy's caps, bounded by {@link
+     * io.sendcap.config.Policies#MAX_CAPS}, take a few hundred arguments).
+     */
+    boolean fits(CapRequest r) {
+      Shape shape = shape(r.policy(), r.channel());
+      return keys.isEmpty()
+          || shapeIndexes.containsKey(shape)
+          || nextShapeIndex + shape.args().size() < Short.MAX_VALUE;
+    }
+
     void add(int index, byte[] key, CapRequest r, MessageDigest sha256) {
       Shape shape = shape(r.policy(), r.channel());
       Integer number = shapeIndexes.get(shape);
@@ -110,9 +127,6 @@ final class CallBuilder {
         used.add(shape);
         number = nextShapeIndex;
         nextShapeIndex += shape.args().size();
-        if (nextShapeIndex > Short.MAX_VALUE) {
-          throw new IllegalStateException("a call's shapes take over 32767 arguments");
-        }
         shapeIndexes.put(shape, number);
       }
       indexes[keys.size()] = index;
@@ -161,6 +175,9 @@ final class CallBuilder {
    * first sends, a path the compiled code of earlier builders had never taken, and had it compiled
    * again (BENCHMARKS.md).
    */
+  /** The most zones whose periods a builder, and the process, keeps for each kind of cap. */
+  static final int MAX_ZONES = 512;
+
   private static final Map<Cap.Kind, Map<ZoneId, CalendarPeriods.Period>> LATEST =
       new EnumMap<>(Cap.Kind.class);
 
@@ -189,9 +206,27 @@ final class CallBuilder {
       return last;
     }
     CalendarPeriods.Period period = CalendarPeriods.of(kind, Instant.ofEpochMilli(now), zone);
-    byZone.put(zone, period);
-    LATEST.get(kind).put(zone, period);
+    remember(byZone, zone, period);
+    remember(LATEST.get(kind), zone, period);
     return period;
+  }
+
+  /**
+   * Keeps {@code period} for {@code zone}, in a map of at most {@link #MAX_ZONES} zones: zones come
+   * from the sends (their {@code userTimeZone}), and there are half a million valid ids of fixed
+   * offsets alone. A map that is full starts again; it is only a shortcut.
+   */
+  private static void remember(
+      Map<ZoneId, CalendarPeriods.Period> byZone, ZoneId zone, CalendarPeriods.Period period) {
+    if (byZone.size() >= MAX_ZONES && !byZone.containsKey(zone)) {
+      byZone.clear();
+    }
+    byZone.put(zone, period);
+  }
+
+  /** How many zones' periods this builder holds, of all kinds. */
+  int zonesHeld() {
+    return periods.values().stream().mapToInt(Map::size).sum();
   }
 
   /** The shape of sends on {@code channel} under {@code policy}, built once and reused. */

@@ -1,6 +1,7 @@
 package io.sendcap.topology;
 
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.config.Policies;
 import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
@@ -42,6 +43,13 @@ final class SendValidator {
     }
     if (send.getMessageId().isBlank()) {
       throw new InvalidSendException("messageId is empty");
+    }
+    if (send.getCampaignId().length() > Policies.MAX_CAMPAIGN_ID) {
+      throw new InvalidSendException(
+          "campaignId has "
+              + send.getCampaignId().length()
+              + " characters, more than "
+              + Policies.MAX_CAMPAIGN_ID);
     }
     if (send.getUserId() < 0) {
       throw new InvalidSendException("userId " + send.getUserId() + " is negative");

@@ -35,6 +35,53 @@ class PoliciesTest {
   }
 
   @Test
+  void howManyCapsSegmentsAndGlobalCapsAPolicyFileHoldsIsBounded() {
+    StringBuilder caps = new StringBuilder();
+    for (int c = 1; c <= Policies.MAX_CAPS + 1; c++) {
+      caps.append("    - {window: ").append(c).append("d, limit: 5, algorithm: fixed-window}\n");
+    }
+    StringBuilder segments = new StringBuilder("segments:\n");
+    for (int i = 0; i <= Policies.MAX_SEGMENTS; i++) {
+      segments.append("  - {name: s").append(i).append(", caps: [{window: 1d, limit: 1}]}\n");
+    }
+    StringBuilder global = new StringBuilder("global:\n");
+    for (int i = 0; i <= Policies.MAX_GLOBAL_CAPS; i++) {
+      global.append("  - {name: g").append(i).append(", window: 1d, limit: 9}\n");
+    }
+
+    assertThat(invalid("default:\n  caps:\n" + caps).problems())
+        .containsExactly(
+            "default.caps=\"["
+                + (Policies.MAX_CAPS + 1)
+                + " caps]\" is invalid: at most "
+                + Policies.MAX_CAPS
+                + " caps per policy");
+    assertThat(invalid(segments + "default: {caps: [{window: 1d, limit: 1}]}").problems())
+        .containsExactly(
+            "segments=\"["
+                + (Policies.MAX_SEGMENTS + 1)
+                + " segments]\" is invalid: at most "
+                + Policies.MAX_SEGMENTS
+                + " segments");
+    assertThat(invalid(global + "default: {caps: [{window: 1d, limit: 1}]}").problems())
+        .containsExactly(
+            "global=\"["
+                + (Policies.MAX_GLOBAL_CAPS + 1)
+                + " caps]\" is invalid: at most "
+                + Policies.MAX_GLOBAL_CAPS
+                + " caps across users");
+    assertThat(
+            invalid(
+                    "default: {caps: [{window: 1d, limit: 1}]}\nglobal: [{name: g, window: 1d,"
+                        + " limit: 9, campaign: "
+                        + "c".repeat(Policies.MAX_CAMPAIGN_ID + 1)
+                        + "}]")
+                .problems())
+        .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING)
+        .contains("global[0].campaign=", "at most " + Policies.MAX_CAMPAIGN_ID + " characters");
+  }
+
+  @Test
   void everyProblemIsReportedAtOnceWithItsPathValueAndWhatIsAllowed() {
     InvalidConfigException e =
         invalid(

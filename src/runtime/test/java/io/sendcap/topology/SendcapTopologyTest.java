@@ -327,11 +327,14 @@ class SendcapTopologyTest {
     ScheduledSend martian = send("tz", 1, Duration.ZERO);
     martian.setUserTimeZone("Mars/Olympus");
     pipe(martian);
+    ScheduledSend longCampaign = send("long", 1, Duration.ZERO);
+    longCampaign.setCampaignId("c".repeat(Policies.MAX_CAMPAIGN_ID + 1));
+    pipe(longCampaign);
     pipe(send("ok", 1, Duration.ZERO));
 
     settle();
     List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
-    assertThat(dead).hasSize(3);
+    assertThat(dead).hasSize(4);
     assertThat(dead.get(0).value()).isEqualTo(garbage);
     assertThat(header(dead.get(0), "__streams.errors.message"))
         .contains("not a io.sendcap.avro.ScheduledSend");
@@ -345,6 +348,8 @@ class SendcapTopologyTest {
     assertThat(header(dead.get(1), "__streams.errors.offset")).isEqualTo("1");
     assertThat(header(dead.get(2), "__streams.errors.message"))
         .isEqualTo("userTimeZone \"Mars/Olympus\" is not a time zone id");
+    assertThat(header(dead.get(3), "__streams.errors.message"))
+        .isEqualTo("campaignId has 257 characters, more than 256");
     assertThat(deliveredIds()).containsExactly("ok");
   }
 
