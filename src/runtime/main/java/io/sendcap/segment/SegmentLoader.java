@@ -181,6 +181,9 @@ public final class SegmentLoader {
     if (chunk.version() <= registry.version(chunk.segment())) {
       return; // a chunk of a version no newer than the one in force: never needed again
     }
+    // A publisher writes a version's chunks, then its manifest: once a newer version's chunks
+    // arrive, an older version whose manifest has not come never will.
+    dropChunksUpTo(chunk.segment(), chunk.version() - 1, store);
     long held = storedBytes - stored.getOrDefault(key, 0);
     if (held + value.length > maxBytes) {
       reject(
