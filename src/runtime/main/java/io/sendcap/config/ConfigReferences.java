@@ -39,6 +39,8 @@ final class ConfigReferences {
   private final Problems problems;
 
   /**
+   * Resolves references with these environment variables, reporting to {@code problems}.
+   *
    * @param env the environment variables, by name ({@code System::getenv})
    * @param problems where a reference that cannot be resolved is reported; learns which values came
    *     from references, so that no problem repeats them

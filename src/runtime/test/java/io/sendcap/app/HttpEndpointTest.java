@@ -49,6 +49,9 @@ class HttpEndpointTest {
       half.getOutputStream().flush();
       assertThat(get(http, "/health/live").statusCode()).isEqualTo(200);
       assertThat(get(http, "/health/ready").statusCode()).isEqualTo(200);
+      assertThat(silent.isClosed() || half.isClosed())
+          .as("the test's sockets still open")
+          .isFalse();
     }
   }
 
