@@ -271,7 +271,10 @@ public final class SendcapApp implements AutoCloseable {
           config.httpPort(),
           metrics::scrape,
           () -> live(streams, replacements),
-          () -> ready(streams, redis, registryOutage));
+          new CachedHealth(
+              () -> ready(streams, redis, registryOutage),
+              CachedHealth.READY_MAX_AGE,
+              InstantSource.system()));
     } catch (UncheckedIOException e) {
       streams.close(Duration.ofSeconds(30));
       backpressure.close();

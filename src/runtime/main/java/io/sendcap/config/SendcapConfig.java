@@ -21,6 +21,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.avro.Schema;
@@ -253,15 +254,34 @@ public record SendcapConfig(
           file.toString(), List.of("cannot read the configuration: " + e.getMessage()));
     }
     props.putAll(overrides);
-    return from(props, new Problems(file.toString(), overrides.keySet()));
+    return from(props, new Problems(file.toString(), overrides.keySet()), System::getenv);
   }
 
-  /** Validates properties, reporting every invalid value at once; {@code source} names them. */
+  /**
+   * Validates properties, reporting every invalid value at once; {@code source} names them. Values
+   * may name environment variables and files ({@code ${env:NAME}}, {@code ${file:PATH}}, {@code
+   * ${file:PATH:KEY}}; see {@link ConfigReferences}).
+   */
   public static SendcapConfig from(Properties props, String source) {
-    return from(props, new Problems(source));
+    return from(props, source, System::getenv);
   }
 
-  private static SendcapConfig from(Properties props, Problems problems) {
+  /**
+   * Validates properties as {@link #from(Properties, String)} does, with these environment
+   * variables.
+   */
+  static SendcapConfig from(Properties props, String source, UnaryOperator<String> env) {
+    return from(props, new Problems(source), env);
+  }
+
+  private static SendcapConfig from(
+      Properties written, Problems problems, UnaryOperator<String> env) {
+    Properties props = new ConfigReferences(env, problems).resolve(written);
+    for (String key : props.stringPropertyNames()) {
+      if (Settings.isSecret(key)) {
+        problems.conceal(props.getProperty(key).trim());
+      }
+    }
     Values r = new Values(props, problems);
     Topics topics =
         new Topics(
@@ -326,6 +346,9 @@ public record SendcapConfig(
     Properties streams = r.streams();
     r.withinTheTransaction(limiter.timeout(), streams);
     r.problems.throwIfAny();
+    // the settings line shows what references name as written, not what they hold
+    r.effective.replaceAll(
+        (key, value) -> Optional.ofNullable(problems.reference(key)).orElse(value));
     return new SendcapConfig(
         streams,
         topics,
@@ -347,8 +370,8 @@ public record SendcapConfig(
 
   /**
    * The settings in force as one line of {@code key=value} pairs, sorted, with secrets masked: the
-   * values of keys that name a password, secret, token, JAAS configuration or user info, and the
-   * user info of URIs. For the start-up log.
+   * values of {@linkplain Settings#isSecret(String) secret keys} and the user info of URIs; a value
+   * read from the environment or a file shows as the reference that named it. For the start-up log.
    */
   public String describe() {
     StringBuilder line = new StringBuilder();
@@ -359,13 +382,11 @@ public record SendcapConfig(
           }
           line.append(key)
               .append('=')
-              .append(SECRET_KEY.matcher(key).find() ? "[hidden]" : unlessUserInfo(value));
+              .append(Settings.isSecret(key) ? "[hidden]" : unlessUserInfo(value));
         });
     return line.toString();
   }
 
-  private static final Pattern SECRET_KEY =
-      Pattern.compile("(?i)password|secret|token|jaas|user\\.info|credentials");
   private static final Pattern USER_INFO = Pattern.compile("([\\w+.-]+://)[^@/,]*@");
 
   private static String unlessUserInfo(String value) {
@@ -394,7 +415,7 @@ public record SendcapConfig(
       boolean serdeClass = !serde.equals(SINGLE_OBJECT) && !serde.equals(CONFLUENT);
       for (String key : new TreeMap<>(props).keySet().stream().map(String::valueOf).toList()) {
         if (isOwn(key) && Settings.of(key).isEmpty() && !(serdeClass && isSchemaRegistry(key))) {
-          problems.add(key, props.getProperty(key), "unknown key; see config/sendcap.properties");
+          problems.unknown(key, "see config/sendcap.properties");
         }
       }
     }

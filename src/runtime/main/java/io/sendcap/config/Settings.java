@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
@@ -69,7 +70,11 @@ public final class Settings {
       Every other key is a Kafka Streams or client property and is passed to Kafka Streams as it is
       (security.protocol, num.stream.threads, commit.interval.ms, ...).
       Durations (keys ending in .ms) are milliseconds, or a number with a unit: 500ms, 30s, 15m, 1h,
-      7d. This file is written from the table of settings in the code (Settings.java).""";
+      7d.
+      A value may name where a secret is kept instead of holding it: ${env:NAME} (an environment
+      variable), ${file:/path} (a file's contents), ${file:/path:KEY} (a key of a properties file),
+      also within a value: cap.redis.uri=rediss://sendcap:${env:REDIS_PASSWORD}@redis:6380.
+      This file is written from the table of settings in the code (Settings.java).""";
 
   static final List<Section> SECTIONS =
       List.of(
@@ -497,6 +502,24 @@ public final class Settings {
           .collect(Collectors.toMap(Setting::key, s -> s, (a, b) -> a, LinkedHashMap::new));
 
   private Settings() {}
+
+  /**
+   * Keys whose values are secrets: passwords and passphrases, secrets, tokens, JAAS configurations,
+   * credentials and user info, and private keys ({@code ssl.keystore.key}, a PEM key, and any key
+   * named {@code key} or {@code private.key}), with or without a client prefix.
+   */
+  private static final Pattern SECRET_KEY =
+      Pattern.compile(
+          "(?i)password|passphrase|secret|token|jaas|user\\.info|credentials|private\\.key"
+              + "|(^|[.-])key$");
+
+  /**
+   * Whether the value of {@code key} is a secret: the {@code settings:} line shows it as {@code
+   * [hidden]}, and no problem repeats it.
+   */
+  public static boolean isSecret(String key) {
+    return SECRET_KEY.matcher(key).find();
+  }
 
   /** The setting of {@code key}, if it is one of the table's. */
   public static Optional<Setting> of(String key) {

@@ -78,6 +78,10 @@ public final class RedisConnector implements AutoCloseable {
   private final LongAdder reloads = new LongAdder();
   private final LongAdder waitShortfalls = new LongAdder();
   private final Set<RedisSlidingLog> open = ConcurrentHashMap.newKeySet();
+  private final Object probeLock = new Object();
+
+  /** The connection {@link #ping()} probes over, once opened; guarded by {@link #probeLock}. */
+  private RedisSlidingLog probe;
 
   /**
    * Connections of this client lost other than by closing them: a lost connection may come back to
@@ -246,13 +250,20 @@ public final class RedisConnector implements AutoCloseable {
 
   /**
    * Checks that sends can be decided again: Redis answers a PING (the server, or every cluster
-   * master) over a connection of its own, and every task's connection has reconnected.
+   * master) over the probes' connection, and every task's connection has reconnected.
+   *
+   * <p>The probes' connection is opened at the first probe and kept, reconnecting on its own like
+   * the tasks' (a probe while it is down fails), so that readiness probes and the outage prober
+   * cost Redis no connection each. Probes run one at a time.
    *
    * @throws LimiterUnavailableException if a node cannot be reached or does not answer, or a task's
    *     connection is still down
    */
   public void ping() {
-    try (RedisSlidingLog probe = open()) {
+    synchronized (probeLock) {
+      if (probe == null) {
+        probe = open();
+      }
       probe.ping();
     }
     long down = open.stream().filter(log -> !log.isConnected()).count();
@@ -270,10 +281,16 @@ public final class RedisConnector implements AutoCloseable {
   private StatefulRedisClusterConnection<byte[], byte[]> connectToEveryMaster() {
     StatefulRedisClusterConnection<byte[], byte[]> connection =
         cluster.connect(ByteArrayCodec.INSTANCE);
-    for (RedisClusterNode node : connection.getPartitions()) {
-      if (serving(node)) {
-        connection.getConnection(node.getUri().getHost(), node.getUri().getPort());
+    try {
+      for (RedisClusterNode node : connection.getPartitions()) {
+        if (serving(node)) {
+          connection.getConnection(node.getUri().getHost(), node.getUri().getPort());
+        }
       }
+    } catch (RuntimeException e) {
+      // the connections to the masters that did answer would stay open, reconnecting, for good
+      connection.close();
+      throw e;
     }
     return connection;
   }
@@ -362,6 +379,12 @@ public final class RedisConnector implements AutoCloseable {
 
   @Override
   public void close() {
+    synchronized (probeLock) {
+      if (probe != null) {
+        probe.close();
+        probe = null;
+      }
+    }
     if (cluster != null) {
       cluster.shutdown();
     } else {

@@ -245,7 +245,7 @@ final class CapProcessor
       readAgain(marked);
     }
     oldestPendingSince = context.currentSystemTimeMs();
-    capStore = capStores.get();
+    capStore = new OnDemandCapStore(capStores);
     Duration maxWait = config.batch().maxWait();
     Duration tick =
         Duration.ofMillis(Math.max(1, Math.min(maxWait.toMillis() / 2, Undecided.TICK.toMillis())));

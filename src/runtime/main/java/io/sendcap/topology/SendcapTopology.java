@@ -62,7 +62,7 @@ public final class SendcapTopology {
    *     from the policies topic
    * @param segments where each user's segment is looked up; the topology's global store keeps it up
    *     to date from the {@code segments} topic
-   * @param capStores opens a cap store for each task
+   * @param capStores opens a cap store for each task, at its first batch
    * @param quotas the instance's share of the global caps, for every task
    * @param wallClock the wall clock (decision time under {@code cap.clock=wall}, batch timing)
    * @param backpressure what holds sends back while the limiter is unreachable in block mode

@@ -448,6 +448,58 @@ class SendcapTopologyTest {
     assertThat(events).containsExactly("unavailable 4", "answered");
   }
 
+  /**
+   * A task that starts while Redis is down (a rebalance during an outage) starts anyway: its sends
+   * wait as any batch the limiter cannot decide does, and its store is opened once Redis answers,
+   * once.
+   */
+  @Test
+  void aTaskStartedWhileTheLimiterIsUnreachableWaitsAndOpensItsStoreOnceItAnswers() {
+    AtomicBoolean down = new AtomicBoolean(true);
+    AtomicInteger opened = new AtomicInteger();
+    AtomicBoolean holding = new AtomicBoolean();
+    List<String> events = new ArrayList<>();
+    Supplier<CapStore> opener =
+        () -> {
+          if (down.get()) {
+            throw new LimiterUnavailableException("cannot connect to Redis", null);
+          }
+          opened.incrementAndGet();
+          return model;
+        };
+    Backpressure recorder =
+        new Backpressure() {
+          @Override
+          public boolean holding() {
+            return holding.get();
+          }
+
+          @Override
+          public void unavailable(LimiterUnavailableException cause, int waiting) {
+            holding.set(true);
+            events.add("unavailable " + waiting);
+          }
+
+          @Override
+          public void answered() {
+            events.add("answered");
+          }
+        };
+    start(2, new Properties(), opener, recorder);
+
+    pipe(send("a", 1, Duration.ZERO));
+    pipe(send("b", 2, Duration.ZERO));
+    settle();
+    assertThat(delivered.isEmpty()).as("nothing decided while down").isTrue();
+    assertThat(events).containsExactly("unavailable 2");
+
+    down.set(false);
+    holding.set(false);
+    pipe(send("c", 3, Duration.ZERO));
+    assertThat(deliveredIds()).containsExactly("a", "b", "c");
+    assertThat(opened).as("stores opened").hasValue(1);
+  }
+
   @Test
   void aBatchIsHeldUntilFullOrUntilItsOldestSendHasWaitedTheMaximum() {
     start(3);
