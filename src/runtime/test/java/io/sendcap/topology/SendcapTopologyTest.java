@@ -84,6 +84,11 @@ class SendcapTopologyTest {
   private TestOutputTopic<byte[], byte[]> suppressed;
   private TestOutputTopic<byte[], byte[]> dlq;
 
+  /** This instance's wall clock: T0 unless a test moves it. */
+  private Instant wallNow = T0;
+
+  private final InstantSource wall = () -> wallNow;
+
   private void start(int batchRecords) {
     start(batchRecords, new Properties(), () -> model, Backpressure.NONE);
   }
@@ -114,7 +119,7 @@ class SendcapTopologyTest {
                 store,
                 new GlobalQuotas(
                     quotaCounters, "s", InstantSource.fixed(T0), Duration.ofSeconds(5), metrics),
-                InstantSource.fixed(T0),
+                wall,
                 backpressure,
                 RegistryOutage.NONE,
                 undecided,
@@ -614,8 +619,9 @@ class SendcapTopologyTest {
    */
   @Test
   void aSendScheduledDaysAheadDoesNotEvictWhatAnEarlierSendStillCounts() {
-    start(1);
     Instant produced = T0.plus(Duration.ofDays(3));
+    wallNow = produced;
+    start(1);
     for (Duration at :
         List.of(Duration.ZERO, Duration.ofHours(1), Duration.ofDays(9), Duration.ofHours(2))) {
       ScheduledSend s = send("at+" + at, 1, at);
@@ -633,8 +639,9 @@ class SendcapTopologyTest {
 
   @Test
   void aSendFurtherThanTheMaxSkewBehindTheStreamTimeGoesToTheDeadLetterTopic() {
-    start(1);
     Instant later = T0.plus(Duration.ofDays(8));
+    wallNow = later;
+    start(1);
     input.pipeInput(key(1), sends.encode(send("ahead", 1, Duration.ofDays(8))), later);
     // within 7 days of its own record's timestamp, but 8 days behind the partition's stream time
     input.pipeInput(key(1), sends.encode(send("behind", 1, Duration.ZERO)), T0.plusSeconds(1));
@@ -646,6 +653,47 @@ class SendcapTopologyTest {
         .startsWith(
             "scheduledAt 2026-11-02T09:00:00Z is more than cap.max-skew.ms=604800000 behind the"
                 + " partition's stream time 2026-11-10T09:00:00Z");
+  }
+
+  /**
+   * Under the event clock, one record stamped far ahead (a clock off by decades, a typo in a year)
+   * must not move the partition's stream time: if it did, every later send would lie more than
+   * cap.max-skew.ms behind it and go to the dead-letter topic. A send stamped or scheduled more
+   * than cap.max-skew.ms ahead of this instance's wall clock goes there itself, and the sends after
+   * it are decided.
+   */
+  @Test
+  void aSendStampedFarAheadGoesToTheDeadLetterTopicAndTheSendsAfterItAreDecided() {
+    start(1);
+    Instant year2100 = Instant.parse("2100-01-01T00:00:00Z");
+    ScheduledSend far = send("far", 1, Duration.between(T0, year2100));
+    input.pipeInput(key(1), sends.encode(far), year2100);
+    pipe(send("a", 2, Duration.ZERO));
+    pipe(send("b", 3, Duration.ofMinutes(1)));
+
+    assertThat(deliveredIds()).containsExactly("a", "b");
+    List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    assertThat(header(dead.get(0), "__streams.errors.message"))
+        .startsWith(
+            "the record's timestamp 2100-01-01T00:00:00Z is more than cap.max-skew.ms=604800000"
+                + " ahead of this instance's clock 2026-11-02T09:00:00Z");
+  }
+
+  /**
+   * The bound is the wall clock plus cap.max-skew.ms, in both directions of the check: a send
+   * scheduled just within it is decided, and so is a send that lies within cap.max-skew.ms behind
+   * it.
+   */
+  @Test
+  void aSendWithinTheMaxSkewAheadOfTheClockIsDecided() {
+    start(1);
+    Instant edge = T0.plus(Duration.ofDays(7));
+    input.pipeInput(key(1), sends.encode(send("edge", 1, Duration.ofDays(7))), edge);
+    input.pipeInput(key(2), sends.encode(send("now", 2, Duration.ZERO)), T0);
+
+    assertThat(deliveredIds()).containsExactly("edge", "now");
+    assertThat(dlq.isEmpty()).isTrue();
   }
 
   /** A replay is delivered again, as DESIGN.md says, even when its global window is full. */
