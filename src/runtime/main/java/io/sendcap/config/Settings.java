@@ -309,6 +309,20 @@ public final class Settings {
                           + " `global` section) that it\n"
                           + "reserved from Redis in a batch; tokens still unused then go back, for"
                           + " other instances."),
+                  other(
+                      "cap.max-send-bytes",
+                      "auto",
+                      "The most bytes of value and headers a send may have, as read (before"
+                          + " compression). A larger one\n"
+                          + "goes to the dead-letter topic without its body, before it is decided,"
+                          + " so it consumes no cap:\n"
+                          + "its delivery or suppression embeds it and could never be written. auto:"
+                          + " the producer's\n"
+                          + "max.request.size (1048576 unless producer.max.request.size or"
+                          + " max.request.size says otherwise)\n"
+                          + "less 16384 bytes for the key (at most 4096 bytes, or the send goes to"
+                          + " the dead-letter topic\n"
+                          + "too) and the decision around the send; a larger value fails start-up."),
                   duration(
                       "cap.max-skew.ms",
                       "7d",

@@ -33,6 +33,7 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -694,6 +695,53 @@ class SendcapTopologyTest {
 
     assertThat(deliveredIds()).containsExactly("edge", "now");
     assertThat(dlq.isEmpty()).isTrue();
+  }
+
+  /**
+   * A send larger than cap.max-send-bytes (3 MB produced compressed passes the broker, and its
+   * delivery, which embeds it, could not be written) goes to the dead-letter topic before it is
+   * decided: without its body, with the reason, its key and where it was read. It consumes no cap,
+   * and the sends after it are decided.
+   */
+  @Test
+  void aSendLargerThanTheMaxSendSizeGoesToTheDeadLetterTopicWithoutItsBodyBeforeItIsDecided() {
+    Properties extra = new Properties();
+    extra.setProperty("cap.max-send-bytes", "10000");
+    start(1, extra, () -> model, Backpressure.NONE);
+    pipe(send("a", 1, Duration.ZERO));
+    ScheduledSend big = send("big", 1, Duration.ofMinutes(1));
+    big.setAttributes(Map.of("body", "x".repeat(20_000)));
+    pipe(big);
+    pipe(send("b", 1, Duration.ofMinutes(2)));
+
+    assertThat(deliveredIds()).as("2 a day: the big send took none").containsExactly("a", "b");
+    List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    TestRecord<byte[], byte[]> letter = dead.get(0);
+    assertThat(letter.value()).isNull();
+    assertThat(letter.key()).isEqualTo(key(1));
+    assertThat(header(letter, "__streams.errors.message"))
+        .matches(
+            "the send is 200\\d\\d bytes \\(value 200\\d\\d, headers 0\\), more than"
+                + " cap.max-send-bytes=10000: .*");
+    assertThat(header(letter, "__streams.errors.topic")).isEqualTo("campaign-sends");
+    assertThat(header(letter, "__streams.errors.partition")).isEqualTo("0");
+    assertThat(header(letter, "__streams.errors.offset")).isEqualTo("1");
+    assertThat(header(letter, "sendcap.errors.dropped")).startsWith("value 200");
+  }
+
+  @Test
+  void aSendWithAKeyLongerThanOutputsMayCarryGoesToTheDeadLetterTopic() {
+    start(1);
+    input.pipeInput(new byte[5000], sends.encode(send("long-key", 1, Duration.ZERO)), T0);
+    pipe(send("a", 1, Duration.ofMinutes(1)));
+
+    assertThat(deliveredIds()).containsExactly("a");
+    TestRecord<byte[], byte[]> letter = dlq.readRecord();
+    assertThat(header(letter, "__streams.errors.message"))
+        .isEqualTo(
+            "the record's key is 5000 bytes, more than the 4096 a send's key may have (its outputs"
+                + " carry it)");
   }
 
   /** A replay is delivered again, as DESIGN.md says, even when its global window is full. */
