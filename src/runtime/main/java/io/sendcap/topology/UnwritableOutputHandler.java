@@ -8,6 +8,7 @@ import java.util.Map;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.DefaultProductionExceptionHandler;
 import org.apache.kafka.streams.errors.ErrorHandlerContext;
 import org.apache.kafka.streams.errors.ProductionExceptionHandler;
@@ -26,11 +27,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The offset is known only for an output forwarded while its own send was processed: a batch
  * decided later is forwarded while another record is processed, or from the punctuator, and then
- * the dead letter names the send by key and timestamp. Under {@code exactly_once_v2} the producer
- * aborts its transaction on any failed send whatever this handler answers, so there the bound on
- * the input ({@code cap.max-send-bytes}, checked before any decision) is what keeps outputs
- * writable; this handler covers {@code at_least_once} and what the bound cannot see (a topic whose
- * {@code max.message.bytes} is below the producer's {@code max.request.size}).
+ * the dead letter names the send by key and timestamp.
+ *
+ * <p>Under {@code exactly_once_v2} the producer aborts its transaction on a record it refuses,
+ * whatever this handler answers, and fails every later send of the transaction with the same
+ * exception: a dead letter would be aborted with it, so a refused record fails the stream thread
+ * there, with one line that says what to change. The bound on the input ({@code
+ * cap.max-send-bytes}, checked before any decision) is what keeps outputs writable under {@code
+ * exactly_once_v2}; this handler covers {@code at_least_once}, and outputs that cannot be
+ * serialized under either guarantee (serializing comes before the producer).
  */
 public final class UnwritableOutputHandler implements ProductionExceptionHandler {
   private static final Logger LOG = LoggerFactory.getLogger(UnwritableOutputHandler.class);
@@ -42,6 +47,7 @@ public final class UnwritableOutputHandler implements ProductionExceptionHandler
   private Counter unwritable;
   private String deadLetterTopic;
   private String inputTopic;
+  private boolean exactlyOnce;
 
   /** Creates the handler; Kafka Streams configures it with the dead-letter topic. */
   public UnwritableOutputHandler() {}
@@ -53,6 +59,9 @@ public final class UnwritableOutputHandler implements ProductionExceptionHandler
     deadLetterTopic = DeadLetters.topic(configs);
     Object input = configs.get(INPUT_TOPIC_CONFIG);
     inputTopic = input == null ? null : String.valueOf(input);
+    exactlyOnce =
+        StreamsConfig.EXACTLY_ONCE_V2.equals(
+            String.valueOf(configs.get(StreamsConfig.PROCESSING_GUARANTEE_CONFIG)));
   }
 
   @Override
@@ -61,6 +70,15 @@ public final class UnwritableOutputHandler implements ProductionExceptionHandler
     if (!(exception instanceof RecordTooLargeException
         || exception instanceof RecordBatchTooLargeException)) {
       return otherwise.handleError(context, record, exception);
+    }
+    if (exactlyOnce) {
+      LOG.error(
+          "a record to {} was refused as too large; under exactly_once_v2 its transaction is"
+              + " aborted, and the stream thread fails. Lower cap.max-send-bytes below what every"
+              + " output topic accepts (max.message.bytes), or raise that: {}",
+          record.topic(),
+          exception.getMessage());
+      return Response.fail();
     }
     if (record.topic().equals(deadLetterTopic)) {
       if (record.value() == null) {

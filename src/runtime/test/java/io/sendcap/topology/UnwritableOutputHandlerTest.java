@@ -185,6 +185,35 @@ class UnwritableOutputHandlerTest {
     assertThat(header(letter, "__streams.errors.offset")).isEqualTo("9");
   }
 
+  /**
+   * Under exactly_once_v2 the producer aborts the transaction of a record it refuses, dead letters
+   * included: the thread fails rather than count a dead letter that is never written.
+   */
+  @Test
+  void underExactlyOnceARefusedRecordFailsTheThreadUncounted() {
+    UnwritableOutputHandler transactional = new UnwritableOutputHandler();
+    transactional.configure(
+        Map.of(
+            StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG,
+            "campaign-sends-dlq",
+            StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+            StreamsConfig.EXACTLY_ONCE_V2,
+            DeadLetterMeters.CONFIG,
+            metrics));
+    ProducerRecord<byte[], byte[]> delivery =
+        new ProducerRecord<>("deliveries", null, AT, KEY, new byte[10], new RecordHeaders());
+
+    Response response =
+        transactional.handleError(
+            processing(KEY, AT, 1), delivery, new RecordTooLargeException("too large"));
+
+    assertThat(response.result()).isEqualTo(Result.FAIL);
+    assertThat(response.deadLetterQueueRecords()).isEmpty();
+    assertThat(
+            metrics.get("sendcap.sends.dead.letters").tag("reason", "unwritable").counter().count())
+        .isZero();
+  }
+
   @Test
   void otherErrorsAreHandledAsByKafkaStreamsDefault() {
     ProducerRecord<byte[], byte[]> delivery =
