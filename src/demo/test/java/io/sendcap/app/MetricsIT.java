@@ -3,7 +3,9 @@ package io.sendcap.app;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sendcap.avro.Channel;
+import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.avro.Suppression;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.serde.SingleObjectAvroSerde;
 import io.sendcap.testing.AppProgress;
@@ -19,13 +21,19 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterAll;
@@ -42,6 +50,11 @@ import org.junit.jupiter.api.io.TempDir;
 class MetricsIT {
   private static final int SENDS = 5_000;
   private static final String REPLACED = "sendcap_stream_threads_replaced_total";
+
+  private static final SingleObjectAvroSerde<Delivery> DELIVERIES =
+      new SingleObjectAvroSerde<>(Delivery.class);
+  private static final SingleObjectAvroSerde<Suppression> SUPPRESSIONS =
+      new SingleObjectAvroSerde<>(Suppression.class);
 
   private static TestKafka kafka;
   @TempDir static Path dir;
@@ -185,6 +198,99 @@ class MetricsIT {
         assertThat(get(port, "/health/live").statusCode()).isEqualTo(200);
       }
     }
+  }
+
+  /**
+   * The last line of defence, under at_least_once: a topic whose max.message.bytes is below what
+   * the producer may write refuses a delivery that cap.max-send-bytes let through. The production
+   * exception handler sends it to the dead-letter topic as a small record and the sends after it
+   * are decided; no stream thread is replaced.
+   *
+   * <p>The broker's refusal reaches the handler on the producer's own thread, where a first record
+   * to the dead-letter topic waits for that topic's metadata, which only that thread fetches, until
+   * max.block.ms: the task is then re-initialised and reads its sends again from the last commit
+   * (at least once: a decision may be written twice), and the dead letter is written the second
+   * time. max.block.ms is short here so that this costs seconds, not a minute.
+   */
+  @Test
+  void anOutputATopicRefusesGoesToTheDeadLetterTopicUnderAtLeastOnce() throws Exception {
+    kafka.createTopics(1, "sends-refused", "suppressed-refused", "dlq-refused");
+    try (Admin admin =
+        Admin.create(
+            Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers()))) {
+      admin
+          .createTopics(
+              List.of(
+                  new NewTopic("deliveries-refused", 1, (short) 1)
+                      .configs(Map.of(TopicConfig.MAX_MESSAGE_BYTES_CONFIG, "20000"))))
+          .all()
+          .get();
+    }
+    try (EmbeddedRedis redis = EmbeddedRedis.start()) {
+      Properties settings =
+          CapScenario.settings(dir, kafka.bootstrapServers(), redis.uri(), "refused");
+      settings.setProperty("topic.input", "sends-refused");
+      settings.setProperty("processing.guarantee", "at_least_once");
+      settings.setProperty("producer.max.block.ms", "5000");
+      settings.setProperty("health.live.max-thread-replacements", "0");
+      try (SendcapApp app = SendcapApp.start(CapScenario.config(settings, "-refused"));
+          TopicReader reader =
+              new TopicReader(
+                  kafka.bootstrapServers(),
+                  "deliveries-refused",
+                  "suppressed-refused",
+                  "dlq-refused")) {
+        int port = app.httpPort();
+        SingleObjectAvroSerde<ScheduledSend> serde =
+            new SingleObjectAvroSerde<>(ScheduledSend.class);
+        List<ProducerRecord<byte[], byte[]>> input = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+          if (i == 10) {
+            ScheduledSend large = ordinary(5_000, "large");
+            large.setAttributes(Map.of("body", "x".repeat(50_000)));
+            input.add(CapScenario.record("sends-refused", large, serde.encode(large)));
+          }
+          ScheduledSend send = ordinary(i, "m" + i);
+          input.add(CapScenario.record("sends-refused", send, serde.encode(send)));
+        }
+        produceCompressed(input);
+
+        List<ConsumerRecord<byte[], byte[]>> out =
+            reader.awaitUntil(
+                "every other send decided and the large one dead-lettered",
+                Duration.ofMinutes(2),
+                read -> decidedIds(read).size() == 20 && count(read, "dlq-refused") > 0);
+        assertThat(decidedIds(out)).doesNotContain("large");
+        assertThat(count(out, "dlq-refused")).isEqualTo(1);
+        ConsumerRecord<byte[], byte[]> letter =
+            out.stream().filter(r -> r.topic().equals("dlq-refused")).findFirst().orElseThrow();
+        assertThat(letter.value()).isNull();
+        assertThat(new String(letter.key(), StandardCharsets.UTF_8)).isEqualTo("5000");
+        assertThat(header(letter, "__streams.errors.message"))
+            .startsWith("its output to deliveries-refused could not be written: ");
+        assertThat(header(letter, "__streams.errors.topic")).isEqualTo("sends-refused");
+        assertThat(header(letter, "__streams.errors.partition")).isEqualTo("0");
+        String metrics = get(port, "/metrics").body();
+        // counted at each attempt: the first, whose dead letter timed out, too
+        assertThat(sum(metrics, "sendcap_sends_dead_letters_total", "reason=\"unwritable\""))
+            .isBetween(1L, 2L);
+        assertThat(metrics).doesNotContain(REPLACED);
+        assertThat(get(port, "/health/live").statusCode()).isEqualTo(200);
+      }
+    }
+  }
+
+  /** The message ids of the sends decided in {@code records}, each once. */
+  private static Set<String> decidedIds(List<ConsumerRecord<byte[], byte[]>> records) {
+    Set<String> ids = new HashSet<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      if (r.topic().startsWith("deliveries")) {
+        ids.add(DELIVERIES.decode(r.value()).getSend().getMessageId());
+      } else if (r.topic().startsWith("suppressed")) {
+        ids.add(SUPPRESSIONS.decode(r.value()).getSend().getMessageId());
+      }
+    }
+    return ids;
   }
 
   private static ScheduledSend ordinary(long user, String id) {

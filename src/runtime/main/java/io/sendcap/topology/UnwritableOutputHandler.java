@@ -27,7 +27,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The offset is known only for an output forwarded while its own send was processed: a batch
  * decided later is forwarded while another record is processed, or from the punctuator, and then
- * the dead letter names the send by key and timestamp.
+ * the dead letter names the send by key and timestamp. A refusal by the broker arrives on the
+ * producer's own thread, where a first record to the dead-letter topic waits for its metadata,
+ * which only that thread fetches, until {@code max.block.ms}: the task is then re-initialised,
+ * reads its sends again from its last commit, and the dead letter is written the second time.
  *
  * <p>Under {@code exactly_once_v2} the producer aborts its transaction on a record it refuses,
  * whatever this handler answers, and fails every later send of the transaction with the same
