@@ -60,6 +60,9 @@ import org.apache.kafka.streams.StreamsConfig;
  * @param httpPort the port of the metrics and health endpoint: 0 for a free one, -1 for none
  * @param liveness when {@code /health/live} fails for stream threads that keep failing
  * @param brokerTimeout how long a command waits for the Kafka brokers before it gives up
+ * @param maxSendBytes the most bytes of value and headers a send may have ({@code
+ *     cap.max-send-bytes}): a larger one goes to the dead-letter topic before it is decided, as its
+ *     delivery or suppression, which embeds it, could not be written
  * @param effective every setting as in force, defaults applied, by key (sorted)
  */
 public record SendcapConfig(
@@ -78,6 +81,7 @@ public record SendcapConfig(
     int httpPort,
     Liveness liveness,
     Duration brokerTimeout,
+    int maxSendBytes,
     Map<String, String> effective) {
 
   /** The default of {@code avro.serde}: Avro single-object encoding, no schema registry. */
@@ -88,6 +92,40 @@ public record SendcapConfig(
 
   /** The default of {@code http.port}. */
   public static final int DEFAULT_HTTP_PORT = 8080;
+
+  /**
+   * The bytes an output may need beyond the value and headers of the send it embeds: its key (at
+   * most {@link #MAX_KEY_BYTES}), the decision's own fields and the record's framing in its batch.
+   * {@code cap.max-send-bytes} is at most the producer's {@code max.request.size} less this.
+   */
+  public static final int OUTPUT_HEADROOM_BYTES = 16 * 1024;
+
+  /**
+   * The longest key a send may have, in bytes: a user id is a few, and the outputs carry the key of
+   * their send, inside {@link #OUTPUT_HEADROOM_BYTES}.
+   */
+  public static final int MAX_KEY_BYTES = 4 * 1024;
+
+  /** Kafka's default of the producer's {@code max.request.size}. */
+  private static final int DEFAULT_MAX_REQUEST_SIZE = 1024 * 1024;
+
+  /**
+   * The largest record, in bytes before compression, that the producer of Kafka Streams properties
+   * {@code streams} may write: {@code producer.max.request.size}, else {@code max.request.size},
+   * else Kafka's default, 1 MiB.
+   *
+   * @throws NumberFormatException if the value set is not a whole number
+   */
+  public static int maxRequestBytes(Map<?, ?> streams) {
+    Object value =
+        streams.get(StreamsConfig.producerPrefix(ProducerConfig.MAX_REQUEST_SIZE_CONFIG));
+    if (value == null) {
+      value = streams.get(ProducerConfig.MAX_REQUEST_SIZE_CONFIG);
+    }
+    return value == null
+        ? DEFAULT_MAX_REQUEST_SIZE
+        : Integer.parseInt(String.valueOf(value).trim());
+  }
 
   /**
    * How far a send's {@code scheduledAt} may lie from its record's timestamp ({@code
@@ -345,6 +383,7 @@ public record SendcapConfig(
     Duration brokerTimeout = r.duration("broker.timeout.ms");
     Properties streams = r.streams();
     r.withinTheTransaction(limiter.timeout(), streams);
+    int maxSendBytes = r.maxSendBytes("cap.max-send-bytes", streams);
     r.problems.throwIfAny();
     // the settings line shows what references name as written, not what they hold
     r.effective.replaceAll(
@@ -365,6 +404,7 @@ public record SendcapConfig(
         httpPort,
         liveness,
         brokerTimeout,
+        maxSendBytes,
         Collections.unmodifiableMap(r.effective));
   }
 
@@ -574,6 +614,55 @@ public record SendcapConfig(
       problems.add(
           key, value, "auto (32 on a cluster, 0 otherwise) or a whole number from 0 to 1024");
       return cluster ? CLUSTER_KEY_BUCKETS : 0;
+    }
+
+    /**
+     * {@code cap.max-send-bytes}: auto or a whole number, at most what the producer may write less
+     * {@link #OUTPUT_HEADROOM_BYTES}, so that the output of every send read can be written.
+     */
+    int maxSendBytes(String key, Properties streams) {
+      String value = string(key);
+      int request;
+      try {
+        request = maxRequestBytes(streams);
+      } catch (NumberFormatException e) {
+        return 1; // Kafka's own validation of streams() reports it
+      }
+      int most = request - OUTPUT_HEADROOM_BYTES;
+      if (most < 1) {
+        problems.add(
+            "max.request.size",
+            request,
+            "more than "
+                + OUTPUT_HEADROOM_BYTES
+                + " bytes (producer.max.request.size or max.request.size): sendcap's outputs embed"
+                + " the send they decide");
+        return 1;
+      }
+      if (value.equals(AUTO)) {
+        return most;
+      }
+      try {
+        int n = Integer.parseInt(value);
+        if (n >= 1 && n <= most) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      problems.add(
+          key,
+          value,
+          "auto or a whole number from 1 to "
+              + most
+              + ": the producer's max.request.size ("
+              + request
+              + ") less "
+              + OUTPUT_HEADROOM_BYTES
+              + " bytes for the key and the decision around the send, or its delivery could never"
+              + " be written; raise producer.max.request.size (and the topics' max.message.bytes)"
+              + " first");
+      return most;
     }
 
     int maxPending(String key, int maxRecords) {

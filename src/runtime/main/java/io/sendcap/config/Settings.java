@@ -325,6 +325,20 @@ public final class Settings {
                           + " `global` section) that it\n"
                           + "reserved from Redis in a batch; tokens still unused then go back, for"
                           + " other instances."),
+                  other(
+                      "cap.max-send-bytes",
+                      "auto",
+                      "The most bytes of value and headers a send may have, as read (before"
+                          + " compression). A larger one\n"
+                          + "goes to the dead-letter topic without its body, before it is decided,"
+                          + " so it consumes no cap:\n"
+                          + "its delivery or suppression embeds it and could never be written. auto:"
+                          + " the producer's\n"
+                          + "max.request.size (1048576 unless producer.max.request.size or"
+                          + " max.request.size says otherwise)\n"
+                          + "less 16384 bytes for the key (at most 4096 bytes, or the send goes to"
+                          + " the dead-letter topic\n"
+                          + "too) and the decision around the send; a larger value fails start-up."),
                   duration(
                       "cap.max-skew.ms",
                       "7d",
@@ -334,9 +348,14 @@ public final class Settings {
                           + " logged far from the sends\n"
                           + "around it. Under cap.clock=event, so does a send more than this behind"
                           + " its partition's stream\n"
-                          + "time (the newest record timestamp read from it): the caps' logs keep"
-                          + " what such sends count for\n"
-                          + "this long only. Producers stamp records with the time they are"
+                          + "time (the newest record timestamp of the sends it let through): the"
+                          + " caps' logs keep what such\n"
+                          + "sends count for this long only; and so does a send stamped or"
+                          + " scheduled more than this ahead of\n"
+                          + "this instance's clock, which moves no stream time: one record stamped"
+                          + " in the year 2100 costs\n"
+                          + "that record, not every send after it. Producers stamp records with the"
+                          + " time they are"
                           + " produced, so this is how far\n"
                           + "ahead of (or behind) a send's scheduledAt the campaign engine may"
                           + " produce it; sendcap decides\n"

@@ -179,6 +179,14 @@ final class CapProcessor
   private long oldestPendingSince;
   private Cancellable punctuator;
 
+  /**
+   * The task's stream time as {@link SendValidator} sees it: the newest record timestamp of the
+   * sends it let through, which a send it refuses (one stamped far ahead) does not move, unlike
+   * Kafka Streams' own. Restored from the mark, or else from Kafka Streams' stream time as
+   * committed, no further than the wall clock plus {@code cap.max-skew.ms}.
+   */
+  private long streamTime;
+
   /** The mark in the buffer, as last written or restored; null if there is none. */
   private PendingBuffer.Mark marked;
 
@@ -211,7 +219,8 @@ final class CapProcessor
     this.backpressure = backpressure;
     this.replay = replay;
     this.validator =
-        new SendValidator(config.maxSkew(), config.limiter().clock() == SendcapConfig.Clock.EVENT);
+        new SendValidator(
+            config.maxSkew(), config.limiter().clock() == SendcapConfig.Clock.EVENT, wallClock);
     this.meters = new DecisionMeters(metrics);
   }
 
@@ -241,6 +250,7 @@ final class CapProcessor
           earlier.size());
     }
     marked = buffer.mark();
+    streamTime = notAhead(context.currentStreamTimeMs());
     if (marked != null) {
       readAgain(marked);
     }
@@ -261,8 +271,9 @@ final class CapProcessor
             .offset();
     Decoded<ScheduledSend> read = record.value();
     ScheduledSend send = read == null ? null : read.record(); // a null value: the validator says so
-    long streamTime = context.currentStreamTimeMs();
+    long streamTime = Math.max(this.streamTime, record.timestamp());
     validator.check(send, record.timestamp(), streamTime);
+    this.streamTime = streamTime;
     if (pending.isEmpty()) {
       oldestPendingSince = context.currentSystemTimeMs();
     }
@@ -341,22 +352,24 @@ final class CapProcessor
    */
   private void readAgain(PendingBuffer.Mark mark) {
     int before = pending.size();
-    long[] streamTime = {mark.streamTime()};
+    long[] streamTime = {notAhead(mark.streamTime())};
     try {
       replay.read(
           new TopicPartition(config.topics().input(), context.taskId().partition()),
           mark.from(),
           r -> {
-            streamTime[0] = Math.max(streamTime[0], r.timestamp());
+            long then = Math.max(streamTime[0], r.timestamp());
             if (pending.containsKey(r.offset())) {
+              streamTime[0] = then;
               return; // restored from an earlier version's buffer
             }
             ScheduledSend send = r.value() == null ? null : r.value().record();
             try {
-              validator.check(send, r.timestamp(), streamTime[0]);
+              validator.check(send, r.timestamp(), then);
             } catch (InvalidSendException e) {
               return;
             }
+            streamTime[0] = then;
             hold(
                 r.offset(),
                 held(r.key(), r.timestamp(), r.value(), r.headers().toArray(), streamTime[0]));
@@ -364,6 +377,7 @@ final class CapProcessor
     } finally {
       // counted as they are held, so that a task whose read fails halfway accounts for them
       undecided.add(pending.size() - before);
+      this.streamTime = streamTime[0];
     }
     LOG.info(
         "task {}: {} undecided sends read again from offset {} of {}",
@@ -555,8 +569,7 @@ final class CapProcessor
     if (config.limiter().clock() != SendcapConfig.Clock.EVENT) {
       return now;
     }
-    long floor =
-        Math.min(earliestPending, context.currentStreamTimeMs() - config.maxSkew().toMillis());
+    long floor = Math.min(earliestPending, streamTime - config.maxSkew().toMillis());
     for (InFlight batch : inFlight) {
       floor = Math.min(floor, batch.earliest());
     }
@@ -822,6 +835,15 @@ final class CapProcessor
         send.getUserTimeZone() == null ? null : ZoneId.of(send.getUserTimeZone()),
         timeFloor,
         false);
+  }
+
+  /**
+   * A stream time restored from elsewhere (Kafka Streams' committed one, or an earlier version's
+   * mark) as the validator would have let it grow: no further than the wall clock plus {@code
+   * cap.max-skew.ms}, so that a record stamped far ahead before a restart does not hold it there.
+   */
+  private long notAhead(long restored) {
+    return Math.min(restored, wallClock.millis() + config.maxSkew().toMillis());
   }
 
   /** When a send scheduled at {@code scheduledAt} is decided, under the configured clock. */

@@ -7,7 +7,10 @@ import java.util.Map;
 
 /**
  * Counts the records sent to the dead-letter topic, {@code sendcap.sends.dead.letters} by reason:
- * {@code unreadable} (not a send sendcap can read) or {@code invalid} (a send with invalid values).
+ * {@code unreadable} (not a send sendcap can read), {@code invalid} (a send with invalid values),
+ * {@code too-large} (a send larger than {@code cap.max-send-bytes}, or with a key too long) or
+ * {@code unwritable} (a decision the producer could not write, see {@link UnwritableOutputHandler};
+ * counted at each attempt, so a send read again after its dead letter timed out counts twice).
  *
  * <p>Kafka Streams creates the exception handlers itself and configures them with its properties;
  * the registry reaches them there, under {@link #CONFIG}.

@@ -42,9 +42,9 @@ final class PendingBuffer {
    * Where a task's undecided sends start.
    *
    * @param from the input offset of the oldest undecided send
-   * @param streamTime the task's stream time when it processed that send (its own timestamp
-   *     included): from there on, the stream time of each record read again is what it was when the
-   *     record was first processed, which is what the checks of {@link SendValidator} saw
+   * @param streamTime the task's stream time as {@link SendValidator} saw it when it processed that
+   *     send (its own timestamp included): from there on, the stream time of each record read again
+   *     is what it was when the record was first processed, which is what the checks saw
    */
   record Mark(long from, long streamTime) {}
 

@@ -5,6 +5,7 @@ import io.sendcap.config.Policies;
 import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.time.ZoneId;
 
 /**
@@ -17,16 +18,21 @@ import java.time.ZoneId;
 final class SendValidator {
   private final long maxSkewMs;
   private final boolean eventClock;
+  private final InstantSource wallClock;
 
   /**
    * @param maxSkew how far {@code scheduledAt} may lie from the record's timestamp
    * @param eventClock whether decisions are made at {@code scheduledAt}: then a send may also lie
    *     no further than {@code maxSkew} behind the stream time, since the caps' logs keep only what
-   *     such sends can count
+   *     such sends can count, and neither its record's timestamp nor its {@code scheduledAt} may
+   *     lie more than {@code maxSkew} ahead of {@code wallClock}, so that one record stamped far
+   *     ahead cannot move the stream time past every send to come
+   * @param wallClock this instance's clock
    */
-  SendValidator(Duration maxSkew, boolean eventClock) {
+  SendValidator(Duration maxSkew, boolean eventClock, InstantSource wallClock) {
     this.maxSkewMs = maxSkew.toMillis();
     this.eventClock = eventClock;
+    this.wallClock = wallClock;
   }
 
   /**
@@ -34,7 +40,8 @@ final class SendValidator {
    *
    * @param send the send, null for a record without a value
    * @param recordTimestamp the timestamp of the record that carried it
-   * @param streamTime the newest record timestamp of the send's partition so far, its own included
+   * @param streamTime the newest record timestamp of the sends of its partition that passed this
+   *     check so far, its own included (a send this check refuses does not move it)
    * @throws InvalidSendException naming the first invalid value
    */
   void check(ScheduledSend send, long recordTimestamp, long streamTime) {
@@ -68,6 +75,9 @@ final class SendValidator {
               + " from the record's timestamp "
               + Instant.ofEpochMilli(recordTimestamp));
     }
+    if (eventClock) {
+      checkNotAhead(recordTimestamp, scheduledAt);
+    }
     if (eventClock && scheduledAt < streamTime - maxSkewMs) {
       throw new InvalidSendException(
           "scheduledAt "
@@ -76,9 +86,39 @@ final class SendValidator {
               + maxSkewMs
               + " behind the partition's stream time "
               + Instant.ofEpochMilli(streamTime)
-              + " (its newest record timestamp): under cap.clock=event the caps' logs no longer"
+              + " (the newest record timestamp of its sends let through): under cap.clock=event the"
+              + " caps' logs no longer"
               + " hold every send it must count");
     }
+  }
+
+  /**
+   * Under the event clock, a send stamped or scheduled more than {@code cap.max-skew.ms} ahead of
+   * this instance's clock is refused: its timestamp would move the partition's stream time so far
+   * that every later send lay more than {@code cap.max-skew.ms} behind it, and its {@code
+   * scheduledAt} would be logged where every later decision counts it.
+   */
+  private void checkNotAhead(long recordTimestamp, long scheduledAt) {
+    long bound = wallClock.millis() + maxSkewMs;
+    if (recordTimestamp > bound) {
+      throw ahead("the record's timestamp", recordTimestamp, bound);
+    }
+    if (scheduledAt > bound) {
+      throw ahead("scheduledAt", scheduledAt, bound);
+    }
+  }
+
+  private InvalidSendException ahead(String what, long at, long bound) {
+    return new InvalidSendException(
+        what
+            + " "
+            + Instant.ofEpochMilli(at)
+            + " is more than cap.max-skew.ms="
+            + maxSkewMs
+            + " ahead of this instance's clock "
+            + Instant.ofEpochMilli(bound - maxSkewMs)
+            + ": under cap.clock=event it would move the partition's stream time past every send"
+            + " to come");
   }
 
   private static boolean isZone(String id) {

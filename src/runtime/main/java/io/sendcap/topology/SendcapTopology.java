@@ -20,6 +20,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -107,7 +108,9 @@ public final class SendcapTopology {
       confluent.schemaId(topics.suppressed());
     }
     Deserializer<Decoded<ScheduledSend>> inputValues =
-        new RegistryRetryingDeserializer<>(keepingBodies(sends), registryOutage);
+        new SizeCheckingDeserializer<>(
+            new RegistryRetryingDeserializer<>(keepingBodies(sends), registryOutage),
+            config.maxSendBytes());
     Serde<Decoded<ScheduledSend>> input =
         Serdes.serdeFrom(
             (topic, send) ->
@@ -159,7 +162,9 @@ public final class SendcapTopology {
         topics.policies(),
         Consumed.with(Serdes.String(), Serdes.ByteArray()).withName("policies"),
         () -> new PolicyStoreProcessor(policies, POLICY_STORE, metrics));
-    builder.stream(topics.input(), Consumed.with(Serdes.ByteArray(), input).withName("sends"))
+    Serde<byte[]> keys =
+        Serdes.serdeFrom(new ByteArraySerializer(), SizeCheckingDeserializer.keys());
+    builder.stream(topics.input(), Consumed.with(keys, input).withName("sends"))
         .process(decide, Named.as("decide"))
         .to(
             (key, out, context) ->
@@ -233,7 +238,8 @@ public final class SendcapTopology {
 
   /**
    * The Kafka Streams properties to run the topology with: the configured ones, plus the
-   * dead-letter topic for records that cannot be read or hold invalid values.
+   * dead-letter topic for records that cannot be read, hold invalid values, are too large to decide
+   * or whose decisions cannot be written.
    */
   public static Properties streamsProperties(SendcapConfig config) {
     Properties props = new Properties();
@@ -244,6 +250,10 @@ public final class SendcapTopology {
     props.put(
         StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
         InvalidSendHandler.class.getName());
+    props.put(
+        StreamsConfig.PRODUCTION_EXCEPTION_HANDLER_CLASS_CONFIG,
+        UnwritableOutputHandler.class.getName());
+    props.put(UnwritableOutputHandler.INPUT_TOPIC_CONFIG, config.topics().input());
     props.put(
         StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, config.topics().deadLetters());
     return props;

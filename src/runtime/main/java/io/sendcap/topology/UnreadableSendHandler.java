@@ -12,7 +12,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The deserialization exception handler of the topology: a record that is not a send sendcap can
  * read goes to the dead-letter topic with the reason in its headers, is counted, and processing
- * continues.
+ * continues. So does a send too large to decide ({@link SendTooLargeException}), counted apart; a
+ * dead letter that would be too large to write itself goes without its body ({@link DeadLetters}).
  *
  * <p>A record that could not be read because the schema registry could not be reached is no bad
  * record. Its stream thread waits for the registry ({@link RegistryRetryingDeserializer}), so such
@@ -23,6 +24,8 @@ public final class UnreadableSendHandler extends LogAndContinueExceptionHandler 
   private static final Logger LOG = LoggerFactory.getLogger(UnreadableSendHandler.class);
 
   private Counter deadLetters;
+  private Counter tooLarge;
+  private int maxBytes;
 
   /** Creates the handler; Kafka Streams configures it with the dead-letter topic. */
   public UnreadableSendHandler() {}
@@ -31,6 +34,8 @@ public final class UnreadableSendHandler extends LogAndContinueExceptionHandler 
   public void configure(Map<String, ?> configs) {
     super.configure(configs);
     deadLetters = DeadLetterMeters.counter(configs, "unreadable");
+    tooLarge = DeadLetterMeters.counter(configs, "too-large");
+    maxBytes = DeadLetters.maxBytes(configs);
   }
 
   @Override
@@ -47,7 +52,20 @@ public final class UnreadableSendHandler extends LogAndContinueExceptionHandler 
         return Response.fail();
       }
     }
-    deadLetters.increment();
-    return super.handleError(context, record, exception);
+    boolean large = isTooLarge(exception);
+    (large ? tooLarge : deadLetters).increment();
+    Response response = super.handleError(context, record, exception);
+    // a send too large to decide goes without its body, as the issue of its size is the reason
+    return Response.resume(
+        DeadLetters.bounded(response.deadLetterQueueRecords(), large ? 0 : maxBytes));
+  }
+
+  private static boolean isTooLarge(Exception exception) {
+    for (Throwable t = exception; t != null; t = t.getCause()) {
+      if (t instanceof SendTooLargeException) {
+        return true;
+      }
+    }
+    return false;
   }
 }

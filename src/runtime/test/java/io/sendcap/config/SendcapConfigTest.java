@@ -1,5 +1,6 @@
 package io.sendcap.config;
 
+import static org.assertj.core.api.Assertions.as;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
@@ -10,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,6 +34,30 @@ class SendcapConfigTest {
     assertThat(c.limiter().idempotencyRetention()).isEqualTo(Duration.ofDays(31));
     assertThat(c.batch().maxWait()).isEqualTo(Duration.ofMillis(250));
     assertThat(c.limiter().timeout()).isEqualTo(Duration.ofSeconds(3));
+  }
+
+  @Test
+  void theMaxSendSizeFollowsTheProducersMaxRequestSizeAndMayNotExceedIt() {
+    Properties larger = new Properties();
+    larger.setProperty("producer.max.request.size", "2097152");
+    Properties set = new Properties();
+    set.setProperty("cap.max-send-bytes", "500000");
+    Properties tooLarge = new Properties();
+    tooLarge.setProperty("cap.max-send-bytes", "1048576");
+
+    assertThat(SendcapConfig.from(new Properties(), "app.properties").maxSendBytes())
+        .isEqualTo(1_048_576 - SendcapConfig.OUTPUT_HEADROOM_BYTES);
+    assertThat(SendcapConfig.from(larger, "app.properties").maxSendBytes())
+        .isEqualTo(2_097_152 - SendcapConfig.OUTPUT_HEADROOM_BYTES);
+    assertThat(SendcapConfig.from(set, "app.properties").maxSendBytes()).isEqualTo(500_000);
+    InvalidConfigException e =
+        catchThrowableOfType(
+            InvalidConfigException.class, () -> SendcapConfig.from(tooLarge, "app.properties"));
+    assertThat(e.problems())
+        .singleElement(as(InstanceOfAssertFactories.STRING))
+        .startsWith(
+            "cap.max-send-bytes=\"1048576\" is invalid: auto or a whole number from 1 to 1032192:"
+                + " the producer's max.request.size (1048576) less 16384 bytes");
   }
 
   @Test

@@ -103,7 +103,9 @@ class CapProcessorReviveTest {
         policies,
         new SegmentRegistry(List.of()),
         stores,
-        InstantSource.fixed(T0),
+        // the instance's clock: the day of the newest sends the tests process, which a send may lie
+        // no more than cap.max-skew.ms ahead of
+        InstantSource.fixed(T0.plus(Duration.ofDays(11))),
         new GlobalQuotas(
             new QuotaCounters(), "s", InstantSource.fixed(T0), Duration.ofSeconds(5), metrics),
         Backpressure.NONE,
@@ -123,6 +125,7 @@ class CapProcessorReviveTest {
       List<KeyValue<Long, byte[]>> entries) {
     MockProcessorContext<byte[], OutputRecord> context = new MockProcessorContext<>();
     context.setCurrentSystemTimeMs(T0.toEpochMilli());
+    context.setCurrentStreamTimeMs(-1); // Kafka Streams' stream time of a task with none committed
     KeyValueStore<Long, byte[]> buffer =
         Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore(SendcapTopology.PENDING_STORE),
@@ -550,6 +553,24 @@ class CapProcessorReviveTest {
    * the stream time of the restored task, nor that of the records read again alone, but what the
    * mark gives back.
    */
+  /**
+   * Under the event clock, a stream time Kafka Streams restores from before a restart, moved far
+   * ahead by a record stamped far ahead, is taken no further than the wall clock plus
+   * cap.max-skew.ms: the sends after it are decided.
+   */
+  @Test
+  void aRestoredStreamTimeFarAheadOfTheClockDoesNotRefuseTheSendsAfterIt() {
+    MockProcessorContext<byte[], OutputRecord> context = freshTask();
+    context.setCurrentStreamTimeMs(Instant.parse("2100-01-01T00:00:00Z").toEpochMilli());
+    processor.init(context);
+    Input input = new Input();
+    input.process(processor, context, 0, day(11));
+    input.process(processor, context, 1, day(11));
+    punctuate(context);
+
+    assertThat(decided(context)).containsExactly("m0", "m1");
+  }
+
   @Test
   void aTaskRestoredAfterACrashDecidesWhatTheFirstHadNotAndNothingElse() {
     Input input = new Input();

@@ -33,6 +33,7 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -84,6 +85,11 @@ class SendcapTopologyTest {
   private TestOutputTopic<byte[], byte[]> suppressed;
   private TestOutputTopic<byte[], byte[]> dlq;
 
+  /** This instance's wall clock: T0 unless a test moves it. */
+  private Instant wallNow = T0;
+
+  private final InstantSource wall = () -> wallNow;
+
   private void start(int batchRecords) {
     start(batchRecords, new Properties(), () -> model, Backpressure.NONE);
   }
@@ -114,7 +120,7 @@ class SendcapTopologyTest {
                 store,
                 new GlobalQuotas(
                     quotaCounters, "s", InstantSource.fixed(T0), Duration.ofSeconds(5), metrics),
-                InstantSource.fixed(T0),
+                wall,
                 backpressure,
                 RegistryOutage.NONE,
                 undecided,
@@ -671,8 +677,9 @@ class SendcapTopologyTest {
    */
   @Test
   void aSendScheduledDaysAheadDoesNotEvictWhatAnEarlierSendStillCounts() {
-    start(1);
     Instant produced = T0.plus(Duration.ofDays(3));
+    wallNow = produced;
+    start(1);
     for (Duration at :
         List.of(Duration.ZERO, Duration.ofHours(1), Duration.ofDays(9), Duration.ofHours(2))) {
       ScheduledSend s = send("at+" + at, 1, at);
@@ -690,8 +697,9 @@ class SendcapTopologyTest {
 
   @Test
   void aSendFurtherThanTheMaxSkewBehindTheStreamTimeGoesToTheDeadLetterTopic() {
-    start(1);
     Instant later = T0.plus(Duration.ofDays(8));
+    wallNow = later;
+    start(1);
     input.pipeInput(key(1), sends.encode(send("ahead", 1, Duration.ofDays(8))), later);
     // within 7 days of its own record's timestamp, but 8 days behind the partition's stream time
     input.pipeInput(key(1), sends.encode(send("behind", 1, Duration.ZERO)), T0.plusSeconds(1));
@@ -703,6 +711,94 @@ class SendcapTopologyTest {
         .startsWith(
             "scheduledAt 2026-11-02T09:00:00Z is more than cap.max-skew.ms=604800000 behind the"
                 + " partition's stream time 2026-11-10T09:00:00Z");
+  }
+
+  /**
+   * Under the event clock, one record stamped far ahead (a clock off by decades, a typo in a year)
+   * must not move the partition's stream time: if it did, every later send would lie more than
+   * cap.max-skew.ms behind it and go to the dead-letter topic. A send stamped or scheduled more
+   * than cap.max-skew.ms ahead of this instance's wall clock goes there itself, and the sends after
+   * it are decided.
+   */
+  @Test
+  void aSendStampedFarAheadGoesToTheDeadLetterTopicAndTheSendsAfterItAreDecided() {
+    start(1);
+    Instant year2100 = Instant.parse("2100-01-01T00:00:00Z");
+    ScheduledSend far = send("far", 1, Duration.between(T0, year2100));
+    input.pipeInput(key(1), sends.encode(far), year2100);
+    pipe(send("a", 2, Duration.ZERO));
+    pipe(send("b", 3, Duration.ofMinutes(1)));
+
+    assertThat(deliveredIds()).containsExactly("a", "b");
+    List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    assertThat(header(dead.get(0), "__streams.errors.message"))
+        .startsWith(
+            "the record's timestamp 2100-01-01T00:00:00Z is more than cap.max-skew.ms=604800000"
+                + " ahead of this instance's clock 2026-11-02T09:00:00Z");
+  }
+
+  /**
+   * The bound is the wall clock plus cap.max-skew.ms, in both directions of the check: a send
+   * scheduled just within it is decided, and so is a send that lies within cap.max-skew.ms behind
+   * it.
+   */
+  @Test
+  void aSendWithinTheMaxSkewAheadOfTheClockIsDecided() {
+    start(1);
+    Instant edge = T0.plus(Duration.ofDays(7));
+    input.pipeInput(key(1), sends.encode(send("edge", 1, Duration.ofDays(7))), edge);
+    input.pipeInput(key(2), sends.encode(send("now", 2, Duration.ZERO)), T0);
+
+    assertThat(deliveredIds()).containsExactly("edge", "now");
+    assertThat(dlq.isEmpty()).isTrue();
+  }
+
+  /**
+   * A send larger than cap.max-send-bytes (3 MB produced compressed passes the broker, and its
+   * delivery, which embeds it, could not be written) goes to the dead-letter topic before it is
+   * decided: without its body, with the reason, its key and where it was read. It consumes no cap,
+   * and the sends after it are decided.
+   */
+  @Test
+  void aSendLargerThanTheMaxSendSizeGoesToTheDeadLetterTopicWithoutItsBodyBeforeItIsDecided() {
+    Properties extra = new Properties();
+    extra.setProperty("cap.max-send-bytes", "10000");
+    start(1, extra, () -> model, Backpressure.NONE);
+    pipe(send("a", 1, Duration.ZERO));
+    ScheduledSend big = send("big", 1, Duration.ofMinutes(1));
+    big.setAttributes(Map.of("body", "x".repeat(20_000)));
+    pipe(big);
+    pipe(send("b", 1, Duration.ofMinutes(2)));
+
+    assertThat(deliveredIds()).as("2 a day: the big send took none").containsExactly("a", "b");
+    List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    TestRecord<byte[], byte[]> letter = dead.get(0);
+    assertThat(letter.value()).isNull();
+    assertThat(letter.key()).isEqualTo(key(1));
+    assertThat(header(letter, "__streams.errors.message"))
+        .matches(
+            "the send is 200\\d\\d bytes \\(value 200\\d\\d, headers 0\\), more than"
+                + " cap.max-send-bytes=10000: .*");
+    assertThat(header(letter, "__streams.errors.topic")).isEqualTo("campaign-sends");
+    assertThat(header(letter, "__streams.errors.partition")).isEqualTo("0");
+    assertThat(header(letter, "__streams.errors.offset")).isEqualTo("1");
+    assertThat(header(letter, "sendcap.errors.dropped")).startsWith("value 200");
+  }
+
+  @Test
+  void aSendWithAKeyLongerThanOutputsMayCarryGoesToTheDeadLetterTopic() {
+    start(1);
+    input.pipeInput(new byte[5000], sends.encode(send("long-key", 1, Duration.ZERO)), T0);
+    pipe(send("a", 1, Duration.ofMinutes(1)));
+
+    assertThat(deliveredIds()).containsExactly("a");
+    TestRecord<byte[], byte[]> letter = dlq.readRecord();
+    assertThat(header(letter, "__streams.errors.message"))
+        .isEqualTo(
+            "the record's key is 5000 bytes, more than the 4096 a send's key may have (its outputs"
+                + " carry it)");
   }
 
   /** A replay is delivered again, as DESIGN.md says, even when its global window is full. */
