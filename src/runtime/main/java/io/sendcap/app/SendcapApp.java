@@ -271,7 +271,7 @@ public final class SendcapApp implements AutoCloseable {
           config.httpPort(),
           metrics::scrape,
           () -> live(streams, replacements),
-          () -> ready(streams, redis, registryOutage));
+          () -> ready(streams, redis, backpressure, registryOutage));
     } catch (UncheckedIOException e) {
       streams.close(Duration.ofSeconds(30));
       backpressure.close();
@@ -310,12 +310,22 @@ public final class SendcapApp implements AutoCloseable {
     return new HttpEndpoint.Health(up, "Kafka Streams " + state);
   }
 
-  /** Ready when Kafka Streams runs, no send waits for the schema registry, and Redis answers. */
+  /**
+   * Ready when Kafka Streams runs, Redis does not refuse sendcap's calls, no send waits for the
+   * schema registry, and Redis answers.
+   */
   private static HttpEndpoint.Health ready(
-      KafkaStreams streams, RedisConnector redis, RegistryBackpressure registryOutage) {
+      KafkaStreams streams,
+      RedisConnector redis,
+      LimiterBackpressure backpressure,
+      RegistryBackpressure registryOutage) {
     KafkaStreams.State state = streams.state();
     if (state != KafkaStreams.State.RUNNING) {
       return new HttpEndpoint.Health(false, "Kafka Streams " + state);
+    }
+    Optional<String> refusal = backpressure.refusal();
+    if (refusal.isPresent()) {
+      return new HttpEndpoint.Health(false, "Redis refuses sendcap's calls: " + refusal.get());
     }
     if (registryOutage.waiting()) {
       return new HttpEndpoint.Health(

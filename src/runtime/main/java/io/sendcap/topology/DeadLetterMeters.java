@@ -7,7 +7,8 @@ import java.util.Map;
 
 /**
  * Counts the records sent to the dead-letter topic, {@code sendcap.sends.dead.letters} by reason:
- * {@code unreadable} (not a send sendcap can read) or {@code invalid} (a send with invalid values).
+ * {@code unreadable} (not a send sendcap can read), {@code invalid} (a send with invalid values) or
+ * {@code redis-key} (a send whose user's key in Redis holds what sendcap did not write).
  *
  * <p>Kafka Streams creates the exception handlers itself and configures them with its properties;
  * the registry reaches them there, under {@link #CONFIG}.
@@ -24,6 +25,11 @@ final class DeadLetterMeters {
     if (!(registry instanceof MeterRegistry metrics)) {
       return Counter.builder("sendcap.sends.dead.letters").register(new CompositeMeterRegistry());
     }
+    return counter(metrics, reason);
+  }
+
+  /** The counter of one reason in {@code metrics}. */
+  static Counter counter(MeterRegistry metrics, String reason) {
     return Counter.builder("sendcap.sends.dead.letters")
         .description("Input records sent to the dead-letter topic")
         .tag("reason", reason)
