@@ -63,6 +63,7 @@ public final class RedisSlidingLog implements CapStore {
   private final CallBuilder builder;
   private final int waitReplicas;
   private final long waitTimeoutMs;
+  private final boolean cluster;
 
   /**
    * How many replicas the standalone master had at the last batch's ROLE; {@link #UNKNOWN} before
@@ -95,6 +96,7 @@ public final class RedisSlidingLog implements CapStore {
     this.sha = connector.sha().getBytes(StandardCharsets.US_ASCII);
     this.waitReplicas = settings.waitReplicas();
     this.waitTimeoutMs = settings.waitTimeout().toMillis();
+    this.cluster = connection instanceof StatefulRedisClusterConnection<?, ?>;
     connection.setAutoFlushCommands(false);
   }
 
@@ -168,7 +170,11 @@ public final class RedisSlidingLog implements CapStore {
 
       @Override
       public boolean ready() {
-        return answered.passed() || settled.isDone();
+        if (settled.isDone() || answered.passed()) {
+          return true;
+        }
+        flushRedirects(flushed);
+        return false;
       }
     };
   }
@@ -312,6 +318,10 @@ public final class RedisSlidingLog implements CapStore {
       }
       flush(moving.size(), moving.stream().mapToInt(c -> c.requestIndexes().length).sum());
       connector.recordSlotRetries(moving.size());
+      awaitAll(
+          CompletableFuture.allOf(
+              retries.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new)),
+          deadline);
       List<CallBuilder.Call> still = new ArrayList<>(0);
       for (int j = 0; j < retries.size(); j++) {
         try {
@@ -718,18 +728,50 @@ public final class RedisSlidingLog implements CapStore {
   /**
    * Waits until every call of a batch has its answer or has failed, at most until {@code deadline};
    * which did what, {@link #collect} reads. Waiting for the calls one by one instead woke this
-   * thread for each reply that came in while it waited, and the client's thread to wake it.
+   * thread for each reply that came in while it waited, and the client's thread to wake it. On a
+   * cluster, a batch not answered within {@link #REDIRECT_FLUSH_MS} flushes its connection again,
+   * for the calls Lettuce redirected.
    */
-  private void awaitAll(CompletableFuture<Void> answers, Deadline deadline) {
+  private void awaitAll(CompletableFuture<?> answers, Deadline deadline) {
+    long since = System.nanoTime();
     try {
-      answers.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
-    } catch (ExecutionException | TimeoutException e) {
-      // a call failed (refused with NOSCRIPT, say) or the deadline passed: collect says which
+      while (true) {
+        long left = deadline.remainingMillis(timeout);
+        try {
+          answers.get(cluster ? Math.min(left, REDIRECT_FLUSH_MS) : left, TimeUnit.MILLISECONDS);
+          return;
+        } catch (TimeoutException e) {
+          if (!cluster || deadline.remainingMillis(timeout) == 0) {
+            return;
+          }
+          flushRedirects(since);
+        }
+      }
+    } catch (ExecutionException e) {
+      // a call failed (refused with NOSCRIPT, say): collect says which
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw unavailable("EVALSHA", e);
     }
   }
+
+  /**
+   * How long a cluster batch waits for its answers before flushing its connection again: Lettuce
+   * follows a MOVED or ASK (a slot that moved or is moving) by writing the call again on the
+   * connection of another node, which with auto-flush off holds it until the next flush.
+   */
+  private static final long REDIRECT_FLUSH_MS = 20;
+
+  /**
+   * Flushes a cluster connection whose batch, flushed at {@code since} (nanoTime), has waited
+   * {@link #REDIRECT_FLUSH_MS} or longer: the calls Lettuce wrote again after a redirect go out.
+   */
+  private void flushRedirects(long since) {
+    if (cluster && System.nanoTime() - since >= REDIRECT_FLUSH_MS * 1_000_000) {
+      connection.flushCommands();
+    }
+  }
+
 
   /**
    * Returns the reply, or null if the node did not have the script.
