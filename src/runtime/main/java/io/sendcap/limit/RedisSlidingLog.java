@@ -772,7 +772,6 @@ public final class RedisSlidingLog implements CapStore {
     }
   }
 
-
   /**
    * Returns the reply, or null if the node did not have the script.
    *
