@@ -2,8 +2,12 @@ package io.sendcap.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.embedded.EmbeddedRedis;
+import io.sendcap.embedded.EmbeddedRedisCluster;
 import io.sendcap.testing.AppProgress;
 import io.sendcap.testing.TestKafka;
 import io.sendcap.testing.TopicReader;
@@ -16,7 +20,9 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -161,6 +167,87 @@ class RedisRepliesIT {
         scenario.assertDecisionsMatchTheModel(scenario.sendsOf(input), all, Duration.ofDays(1));
         assertThat(app.metrics().get("sendcap.limiter.refused").gauge().value()).isZero();
       }
+    }
+  }
+
+  /**
+   * Under {@code cap.redis.failure-mode=allow}, one master of a cluster out of memory: only the
+   * sends of its users are delivered fail-open; every send the other masters decided in the same
+   * batches is delivered or suppressed as they decided it, as the model says.
+   */
+  @Test
+  void underAllowOneRefusingNodeCostsOnlyItsUsersAndTheOthersAreDecidedAsTheModelSays() {
+    kafka.createTopics(2, "sends-oom", "deliveries-oom", "suppressed-oom", "dlq-oom");
+    List<ProducerRecord<byte[], byte[]>> input = scenario.records("sends-oom", 1_200, 40, 0, 0, 51);
+    int first = 400;
+    try (EmbeddedRedisCluster cluster = EmbeddedRedisCluster.start()) {
+      Properties p =
+          CapScenario.settings(
+              dir, kafka.bootstrapServers(), String.join(",", cluster.uris()), "app-oom");
+      p.setProperty("topic.input", "sends-oom");
+      p.setProperty("cap.redis.cluster", "true");
+      p.setProperty("cap.redis.failure-mode", "allow");
+      RedisClient client = RedisClient.create(cluster.uris().get(2));
+      try (StatefulRedisConnection<String, String> refusing = client.connect();
+          SendcapApp app = SendcapApp.start(CapScenario.config(p, "-oom"));
+          TopicReader reader =
+              new TopicReader(
+                  kafka.bootstrapServers(), "deliveries-oom", "suppressed-oom", "dlq-oom")) {
+        CapScenario.produce(kafka.bootstrapServers(), input.subList(0, first));
+        reader.awaitRecords(first, TIMEOUT);
+        Set<Long> refused = usersWithKeys(cluster.uris().get(2));
+        Set<Long> decided = usersWithKeys(cluster.uris().get(0));
+        decided.addAll(usersWithKeys(cluster.uris().get(1)));
+        assertThat(refused).isNotEmpty();
+        assertThat(decided).isNotEmpty();
+
+        refusing.sync().configSet("maxmemory", "1");
+        CapScenario.produce(kafka.bootstrapServers(), input.subList(first, input.size()));
+        List<CapScenario.Outcome> all =
+            scenario.outcomes(
+                reader.awaitRecords(input.size(), TIMEOUT), "deliveries-oom", "suppressed-oom");
+
+        scenario.assertEachInputOnce(input, all);
+        Map<String, Long> userOf =
+            scenario.sendsOf(input).stream()
+                .collect(
+                    Collectors.toMap(
+                        ScheduledSend::getMessageId, ScheduledSend::getUserId, (a, b) -> a));
+        Set<String> secondPart =
+            scenario.sendsOf(input.subList(first, input.size())).stream()
+                .filter(s -> !s.getTransactional() && refused.contains(s.getUserId()))
+                .map(ScheduledSend::getMessageId)
+                .collect(Collectors.toSet());
+        assertThat(all)
+            .filteredOn(o -> secondPart.contains(o.messageId()))
+            .as("the refusing node's users' sends, after it ran out of memory")
+            .isNotEmpty()
+            .allSatisfy(o -> assertThat(((Delivery) o.detail()).getFailOpen()).isTrue());
+        assertThat(all)
+            .filteredOn(o -> decided.contains(userOf.get(o.messageId())))
+            .as("the other nodes' users' sends")
+            .noneMatch(o -> o.detail() instanceof Delivery d && d.getFailOpen());
+        List<ScheduledSend> decidable =
+            scenario.sendsOf(input).stream().filter(s -> decided.contains(s.getUserId())).toList();
+        scenario.assertDecisionsMatchTheModel(
+            decidable,
+            all.stream().filter(o -> decided.contains(userOf.get(o.messageId()))).toList(),
+            Duration.ofDays(1));
+      } finally {
+        client.shutdown();
+      }
+    }
+  }
+
+  /** The users whose keys ({@code s{TAG}USERID}) are on the node at {@code uri}. */
+  private static Set<Long> usersWithKeys(String uri) {
+    RedisClient client = RedisClient.create(uri);
+    try (StatefulRedisConnection<String, String> c = client.connect()) {
+      return c.sync().keys("s{*}*").stream()
+          .map(k -> Long.parseLong(k.substring(k.indexOf('}') + 1)))
+          .collect(Collectors.toCollection(HashSet::new));
+    } finally {
+      client.shutdown();
     }
   }
 
