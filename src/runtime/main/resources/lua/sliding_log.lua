@@ -62,11 +62,15 @@
 --   2 capped: then the cap's number (1-based, in its shape; 2 bytes), the sends it holds (4 bytes)
 --     and nextEligibleAt (8 bytes);
 --   3 minimum interval: then nextEligibleAt (8 bytes);
+--   5 the user's key could not be read (WRONGTYPE: something else wrote it; or an ACL refusing
+--     it): then the length of Redis's error (1 byte) and the error, which the client classifies;
+--     nothing was checked or logged for that send, and the call's other sends are decided;
 -- numbers unsigned but nextEligibleAt, big-endian; nextEligibleAt is the earliest time >= now
 -- (ms) at which the same send would be allowed.
 
-local call, byte, char, floor, huge, unpack, sunpack, rep =
-  redis.call, string.byte, string.char, math.floor, math.huge, unpack, struct.unpack, string.rep
+local call, tryCall, byte, char, floor, huge, unpack, sunpack, rep, sub =
+  redis.call, redis.pcall, string.byte, string.char, math.floor, math.huge, unpack, struct.unpack,
+  string.rep, string.sub
 local timeFloor = ARGV[1] + 0
 
 -- The shapes of the call by ARGV index, each parsed at its first send.
@@ -198,7 +202,12 @@ local function decide(key, score, member, bounds, v, probe)
   -- as a double (%.17g), a third of a microsecond per entry on Redis 7.0. A set in a skip list
   -- comes in parts or out of order, and is read again with ZRANGE. (Numbers go to redis.call() as
   -- strings: Redis prints a Lua number argument as a double too.)
-  local scan = call('ZSCAN', key, '0')
+  -- (redis.pcall costs what redis.call does: an error comes back as a table instead of failing
+  -- the whole call, and every other send of the call is decided)
+  local scan = tryCall('ZSCAN', key, '0')
+  if scan.err then
+    return 5, scan.err
+  end
   local n, counters, held
   if scan[1] == '0' then
     n, counters, held = decode(scan[2], member)
@@ -321,6 +330,9 @@ for i = 1, #KEYS do
     result[i] = pack('>BI2I4i8', 2, cap, count, nextEligible)
   elseif outcome == 3 then
     result[i] = pack('>Bi8', 3, nextEligible)
+  elseif outcome == 5 then
+    local error = sub(cap, 1, 255)
+    result[i] = pack('>BB', 5, #error) .. error
   else
     result[i] = outcome == 1 and REPLAY or NOT_A_REPLAY
   end

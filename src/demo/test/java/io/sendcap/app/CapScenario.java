@@ -410,7 +410,8 @@ final class CapScenario {
               + " "
               + d.nextEligibleAt();
       case MIN_INTERVAL -> "MIN_INTERVAL null null " + d.nextEligibleAt();
-      case NOT_A_REPLAY -> throw new IllegalStateException("the model was asked a probe");
+      case NOT_A_REPLAY, KEY_REFUSED ->
+          throw new IllegalStateException("the model decides no probe and refuses no key");
     };
   }
 

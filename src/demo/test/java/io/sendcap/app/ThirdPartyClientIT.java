@@ -374,7 +374,8 @@ class ThirdPartyClientIT {
                     + " "
                     + d.nextEligibleAt();
             case MIN_INTERVAL -> "MIN_INTERVAL null null " + d.nextEligibleAt();
-            case NOT_A_REPLAY -> throw new IllegalStateException("the model was asked a probe");
+            case NOT_A_REPLAY, KEY_REFUSED ->
+                throw new IllegalStateException("the model decides no probe and refuses no key");
           });
     }
     return expected;

@@ -4,15 +4,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.lettuce.core.AclSetuserArgs;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.protocol.CommandType;
 import io.sendcap.avro.Channel;
 import io.sendcap.config.Cap;
 import io.sendcap.config.Policy;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.testing.GatedProxy;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -349,6 +354,92 @@ class RedisSlidingLogIT {
       } finally {
         watcher.shutdown();
       }
+    }
+  }
+
+  /**
+   * A user's key that something other than sendcap wrote (a string SET at it): Redis answers
+   * WRONGTYPE for that key only. That user's sends are refused with Redis's reason and the rest of
+   * the batch, in the same script call, is decided as the model decides it; once the key is
+   * removed, the user's sends are decided again.
+   */
+  @Test
+  void aForeignKeyOfAnotherTypeCostsItsUsersSendsAndTheRestOfTheBatchIsDecided() {
+    long first = nextUser;
+    nextUser += 3;
+    long foreign = first + 1;
+    byte[] key = new UserKeys("s", 0).key(foreign);
+    String keyName = new String(key, StandardCharsets.US_ASCII);
+    redisCli().set(keyName, "written by another application");
+    List<CapRequest> batch = blast(first, 3, 3);
+    try (RedisSlidingLog log = connector.open()) {
+      assertThat(log.encode(batch)).as("one script call for the whole batch").hasSize(1);
+      List<Decision> decided = log.decide(batch);
+
+      List<CapRequest> others = new ArrayList<>();
+      List<Decision> othersDecided = new ArrayList<>();
+      for (int i = 0; i < batch.size(); i++) {
+        if (batch.get(i).userId() == foreign) {
+          assertThat(decided.get(i).outcome()).isEqualTo(Decision.Outcome.KEY_REFUSED);
+          assertThat(decided.get(i).reason())
+              .startsWith("WRONGTYPE Operation against a key holding the wrong kind of value");
+        } else {
+          others.add(batch.get(i));
+          othersDecided.add(decided.get(i));
+        }
+      }
+      assertSameDecisions(othersDecided, modelDecisions(others), others);
+      assertThat(redisCli().get(keyName)).as("the foreign key, untouched").isNotNull();
+
+      redisCli().del(keyName);
+      assertThat(log.decide(List.of(send(foreign, "after", T0))))
+          .extracting(Decision::outcome)
+          .containsExactly(Decision.Outcome.ALLOWED);
+    }
+  }
+
+  /**
+   * An ACL that stops allowing EVALSHA to sendcap's user while it runs: every batch fails with a
+   * refusal that names NOPERM, not as an outage.
+   */
+  @Test
+  void aCommandTheAclRefusesIsARefusalNamingNoperm() {
+    String user = "capped" + nextUser++;
+    redisCli()
+        .aclSetuser(user, AclSetuserArgs.Builder.on().addPassword("pw").allKeys().allCommands());
+    String uri = "redis://" + user + ":pw@127.0.0.1:" + redis.port();
+    try (RedisConnector c = RedisConnector.connect(settings(uri, Duration.ofMillis(1)));
+        RedisSlidingLog log = c.open()) {
+      long u = nextUser++;
+      assertThat(log.decide(List.of(send(u, "a", T0))))
+          .extracting(Decision::outcome)
+          .containsExactly(Decision.Outcome.ALLOWED);
+      redisCli().aclSetuser(user, AclSetuserArgs.Builder.removeCommand(CommandType.EVALSHA));
+
+      assertThatThrownBy(() -> log.decide(List.of(send(u, "b", T0 + 2 * HOUR))))
+          .isInstanceOf(LimiterRefusedException.class)
+          .hasMessageContaining("NOPERM")
+          .hasMessageContaining("evalsha");
+    } finally {
+      redisCli().aclDeluser(user);
+    }
+  }
+
+  /** Redis out of memory under {@code maxmemory}: a refusal naming OOM, not an outage. */
+  @Test
+  void redisOutOfMemoryIsARefusalNamingOom() {
+    try (EmbeddedRedis own = EmbeddedRedis.start();
+        RedisConnector c = RedisConnector.connect(settings(own.uri(), Duration.ofMillis(1)));
+        RedisSlidingLog log = c.open()) {
+      long u = nextUser++;
+      log.decide(List.of(send(u, "a", T0)));
+      own.call("CONFIG", "SET", "maxmemory", "1");
+
+      assertThatThrownBy(() -> log.decide(List.of(send(u, "b", T0 + 2 * HOUR))))
+          .isInstanceOf(LimiterRefusedException.class)
+          .hasMessageContaining("OOM");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 

@@ -3,11 +3,13 @@ package io.sendcap.app;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.limit.LimiterRefusedException;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.RedisConnector;
 import io.sendcap.topology.Backpressure;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -53,6 +55,10 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
   private KafkaStreams streams;
   private volatile boolean holding;
   private volatile long outageSince = -1;
+
+  /** Why Redis refuses sendcap's calls, since the last batch it refused; null while it does not. */
+  private volatile String refusal;
+
   private long lastLogged;
   private long endedAt = -1;
   private long endedSince;
@@ -68,6 +74,20 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
     Gauge.builder("sendcap.limiter.unavailable", this, b -> b.outageSince >= 0 ? 1 : 0)
         .description("1 while sends wait for an unreachable Redis (block mode), else 0")
         .register(metrics);
+    Gauge.builder("sendcap.limiter.refused", this, b -> b.refusal != null ? 1 : 0)
+        .description(
+            "1 while Redis refuses sendcap's calls (an ACL, credentials, memory, the script: see"
+                + " /health/ready), else 0")
+        .register(metrics);
+  }
+
+  /**
+   * Why Redis refuses sendcap's calls (NOPERM, NOAUTH, OOM, a script error: a configuration or
+   * capacity error for an operator to fix), if the last batch that failed did for that reason and
+   * none was decided since.
+   */
+  Optional<String> refusal() {
+    return Optional.ofNullable(refusal);
   }
 
   /** Sets the Kafka Streams instance to pause and resume; before it starts. */
@@ -83,6 +103,16 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
   @Override
   public synchronized void unavailable(LimiterUnavailableException cause, int waiting) {
     long now = clock.millis();
+    if (refusalStarts(cause)) {
+      LOG.error(
+          "Redis at {} refuses sendcap's calls: {}. Processing paused, {} sends wait in their tasks"
+              + " and nothing is lost; /health/ready reports the refusal until Redis decides a"
+              + " batch again",
+          redis.where(),
+          refusal,
+          waiting);
+    }
+    boolean starts = false;
     if (outageSince < 0 && endedAt >= 0 && now - endedAt < SETTLE.toMillis()) {
       // a connection not yet back after the outage that just ended: the same outage
       outageSince = endedSince;
@@ -92,6 +122,9 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
       lastLogged = now;
       continued = false;
       outages.increment();
+      starts = true;
+    }
+    if (starts && refusal == null) {
       LOG.warn(
           "Redis at {} is unreachable ({}); processing paused, {} sends wait in their tasks and"
               + " nothing is lost; probing Redis until it answers",
@@ -108,9 +141,34 @@ final class LimiterBackpressure implements Backpressure, AutoCloseable {
 
   @Override
   public void answered() {
+    if (refusal != null) {
+      refusal = null;
+      LOG.info("Redis at {} accepts sendcap's calls again", redis.where());
+    }
     if (outageSince >= 0) {
       ended();
     }
+  }
+
+  @Override
+  public void decidedWithout(LimiterUnavailableException cause) {
+    if (refusalStarts(cause)) {
+      LOG.error(
+          "Redis at {} refuses sendcap's calls: {}. Sends are decided by cap.redis.failure-mode"
+              + " meanwhile; /health/ready reports the refusal until Redis decides a batch again",
+          redis.where(),
+          refusal);
+    }
+  }
+
+  /**
+   * Notes why the limiter failed: whether Redis refused, and why. Returns whether a refusal starts
+   * with {@code cause}.
+   */
+  private boolean refusalStarts(LimiterUnavailableException cause) {
+    boolean before = refusal != null;
+    refusal = cause instanceof LimiterRefusedException ? cause.getMessage() : null;
+    return refusal != null && !before;
   }
 
   private synchronized void ended() {

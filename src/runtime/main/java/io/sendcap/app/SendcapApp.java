@@ -272,7 +272,7 @@ public final class SendcapApp implements AutoCloseable {
           metrics::scrape,
           () -> live(streams, replacements),
           new CachedHealth(
-              () -> ready(streams, redis, registryOutage),
+              () -> ready(streams, redis, backpressure, registryOutage),
               CachedHealth.READY_MAX_AGE,
               InstantSource.system()));
     } catch (UncheckedIOException e) {
@@ -313,12 +313,22 @@ public final class SendcapApp implements AutoCloseable {
     return new HttpEndpoint.Health(up, "Kafka Streams " + state);
   }
 
-  /** Ready when Kafka Streams runs, no send waits for the schema registry, and Redis answers. */
+  /**
+   * Ready when Kafka Streams runs, Redis does not refuse sendcap's calls, no send waits for the
+   * schema registry, and Redis answers.
+   */
   private static HttpEndpoint.Health ready(
-      KafkaStreams streams, RedisConnector redis, RegistryBackpressure registryOutage) {
+      KafkaStreams streams,
+      RedisConnector redis,
+      LimiterBackpressure backpressure,
+      RegistryBackpressure registryOutage) {
     KafkaStreams.State state = streams.state();
     if (state != KafkaStreams.State.RUNNING) {
       return new HttpEndpoint.Health(false, "Kafka Streams " + state);
+    }
+    Optional<String> refusal = backpressure.refusal();
+    if (refusal.isPresent()) {
+      return new HttpEndpoint.Health(false, "Redis refuses sendcap's calls: " + refusal.get());
     }
     if (registryOutage.waiting()) {
       return new HttpEndpoint.Health(

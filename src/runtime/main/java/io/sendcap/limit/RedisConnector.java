@@ -77,6 +77,7 @@ public final class RedisConnector implements AutoCloseable {
   private final LongAdder flushes = new LongAdder();
   private final LongAdder reloads = new LongAdder();
   private final LongAdder waitShortfalls = new LongAdder();
+  private final LongAdder slotRetries = new LongAdder();
   private final Set<RedisSlidingLog> open = ConcurrentHashMap.newKeySet();
   private final Object probeLock = new Object();
 
@@ -110,6 +111,11 @@ public final class RedisConnector implements AutoCloseable {
         .description(
             "Batches' writes on a master that fewer replicas than cap.redis.wait-replicas"
                 + " acknowledged (WAIT ended first, or the master had too few replicas to ask)")
+        .register(metrics);
+    FunctionCounter.builder("sendcap.redis.slot.retries", slotRetries, LongAdder::sum)
+        .description(
+            "Script calls sent again because Redis refused them while their cluster slot moved"
+                + " (TRYAGAIN)")
         .register(metrics);
     FunctionCounter.builder("sendcap.redis.script.reloads", reloads, LongAdder::sum)
         .description(
@@ -216,7 +222,7 @@ public final class RedisConnector implements AutoCloseable {
       connection =
           cluster != null ? connectToEveryMaster() : standalone.connect(ByteArrayCodec.INSTANCE);
     } catch (RuntimeException e) {
-      throw new LimiterUnavailableException(
+      throw RedisErrors.failed(
           "cannot connect to Redis at " + settings.where() + ": " + e.getMessage(), e);
     }
     RedisSlidingLog log = new RedisSlidingLog(connection, this);
@@ -237,7 +243,7 @@ public final class RedisConnector implements AutoCloseable {
               ? cluster.connect(ByteArrayCodec.INSTANCE)
               : standalone.connect(ByteArrayCodec.INSTANCE);
     } catch (RuntimeException e) {
-      throw new LimiterUnavailableException(
+      throw RedisErrors.failed(
           "cannot connect to Redis at " + settings.where() + ": " + e.getMessage(), e);
     }
     return new RedisQuotaStore(
@@ -358,6 +364,15 @@ public final class RedisConnector implements AutoCloseable {
 
   void recordReload() {
     reloads.increment();
+  }
+
+  void recordSlotRetries(int retried) {
+    slotRetries.add(retried);
+  }
+
+  /** Script calls sent again because Redis refused them while their slot moved (TRYAGAIN). */
+  public long slotRetries() {
+    return slotRetries.sum();
   }
 
   void recordWaitShortfall() {

@@ -1,5 +1,6 @@
 package io.sendcap.limit;
 
+import io.lettuce.core.RedisCommandExecutionException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -18,6 +19,65 @@ public final class RedisErrors {
   private static final List<String> REFUSALS = List.of("WRONGPASS", "NOAUTH", "NOPERM");
 
   private RedisErrors() {}
+
+  /** What an error of Redis means for the batch it failed. */
+  public enum Kind {
+    /** Redis cannot be reached or cannot serve now: the batch waits for it. */
+    OUTAGE,
+    /** A cluster slot is moving: the call is sent again within the batch's deadline. */
+    RETRY,
+    /** One key holds what sendcap did not write: the sends of its user cannot be decided. */
+    KEY,
+    /** Redis answers and refuses: a configuration or capacity error for an operator to fix. */
+    REFUSAL
+  }
+
+  /**
+   * What {@code error} means for the batch it failed, from the first error reply of Redis among its
+   * causes: TRYAGAIN, ASK and MOVED (a slot moving, which Lettuce does not retry or retried too
+   * often) a retry; WRONGTYPE a key's; LOADING, BUSY, CLUSTERDOWN, MASTERDOWN and READONLY (a
+   * failover under way) an outage, as a lost connection or a timeout is; any other reply (NOPERM,
+   * NOAUTH, WRONGPASS, OOM, MISCONF, a script's error) a refusal: Redis answers, and answers no.
+   */
+  public static Kind kind(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (!refusal(t).isEmpty()) {
+        return Kind.REFUSAL;
+      }
+      if (t instanceof RedisCommandExecutionException && t.getMessage() != null) {
+        return kindOfReply(t.getMessage());
+      }
+    }
+    return Kind.OUTAGE;
+  }
+
+  /**
+   * The exception for {@code message} failed by {@code cause}: a {@link LimiterRefusedException} if
+   * Redis refused ({@link Kind#REFUSAL}), a {@link LimiterUnavailableException} otherwise.
+   */
+  static LimiterUnavailableException failed(String message, Throwable cause) {
+    return failed(message, cause, List.of());
+  }
+
+  /** As {@link #failed(String, Throwable)}, with the decisions made all the same. */
+  static LimiterUnavailableException failed(
+      String message, Throwable cause, List<Decision> decided) {
+    return kind(cause) == Kind.REFUSAL
+        ? new LimiterRefusedException(message, cause, decided)
+        : new LimiterUnavailableException(message, cause, decided);
+  }
+
+  /** What an error reply of Redis, its code first, means for the batch it failed. */
+  static Kind kindOfReply(String reply) {
+    int space = reply.indexOf(' ');
+    String code = space < 0 ? reply : reply.substring(0, space);
+    return switch (code) {
+      case "TRYAGAIN", "ASK", "MOVED" -> Kind.RETRY;
+      case "WRONGTYPE" -> Kind.KEY;
+      case "LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN", "READONLY" -> Kind.OUTAGE;
+      default -> Kind.REFUSAL;
+    };
+  }
 
   /** The reason of {@code error}: a refusal explained, or else the deepest cause's message. */
   public static String describe(Throwable error) {

@@ -121,7 +121,7 @@ public final class RedisQuotaStore implements QuotaStore {
   }
 
   private LimiterUnavailableException unavailable(Throwable cause) {
-    return new LimiterUnavailableException(
+    return RedisErrors.failed(
         "global quota call to Redis at " + uris + " failed: " + cause.getMessage(), cause);
   }
 

@@ -1,5 +1,6 @@
 package io.sendcap.limit;
 
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
@@ -62,6 +63,7 @@ public final class RedisSlidingLog implements CapStore {
   private final CallBuilder builder;
   private final int waitReplicas;
   private final long waitTimeoutMs;
+  private final boolean cluster;
 
   /**
    * How many replicas the standalone master had at the last batch's ROLE; {@link #UNKNOWN} before
@@ -94,6 +96,7 @@ public final class RedisSlidingLog implements CapStore {
     this.sha = connector.sha().getBytes(StandardCharsets.US_ASCII);
     this.waitReplicas = settings.waitReplicas();
     this.waitTimeoutMs = settings.waitTimeout().toMillis();
+    this.cluster = connection instanceof StatefulRedisClusterConnection<?, ?>;
     connection.setAutoFlushCommands(false);
   }
 
@@ -167,7 +170,11 @@ public final class RedisSlidingLog implements CapStore {
 
       @Override
       public boolean ready() {
-        return answered.passed() || settled.isDone();
+        if (settled.isDone() || answered.passed()) {
+          return true;
+        }
+        flushRedirects(flushed);
+        return false;
       }
     };
   }
@@ -187,6 +194,16 @@ public final class RedisSlidingLog implements CapStore {
     return given.remainingMillis(timeout) < own.remainingMillis(timeout) ? given : own;
   }
 
+  /**
+   * Reads the batch's answers into its decisions. A call refused because its slot is moving
+   * (TRYAGAIN) is sent again until the deadline; one refused with NOSCRIPT, once after loading the
+   * script. A send whose user's key Redis could not use is decided {@link
+   * Decision.Outcome#KEY_REFUSED}, and the call's other sends as Redis decided them.
+   *
+   * @throws LimiterUnavailableException if a call failed otherwise, or was still refused at the
+   *     deadline; it holds the decisions Redis made all the same ({@link
+   *     LimiterUnavailableException#decided})
+   */
   private List<Decision> collect(
       List<CallBuilder.Call> calls,
       List<RedisFuture<byte[]>> futures,
@@ -195,32 +212,41 @@ public final class RedisSlidingLog implements CapStore {
       Deadline deadline) {
     Decision[] decisions = new Decision[requests.size()];
     List<CallBuilder.Call> noScript = new ArrayList<>();
-    Set<ByteBuffer> refusedKeys = null; // the keys of the calls refused with NOSCRIPT
+    List<CallBuilder.Call> moving = new ArrayList<>(0); // refused while their slot moves
+    Set<ByteBuffer> refusedKeys = null; // the keys of the calls refused with NOSCRIPT or TRYAGAIN
     int aheadOfRefused = 0;
+    Throwable failure = null;
     for (int i = 0; i < calls.size(); i++) {
-      byte[] reply = await(futures.get(i), deadline);
+      CallBuilder.Call call = calls.get(i);
+      byte[] reply;
+      try {
+        reply = await(futures.get(i), deadline);
+      } catch (CallFailed f) {
+        if (RedisErrors.kind(f.getCause()) == RedisErrors.Kind.RETRY) {
+          moving.add(call);
+          refusedKeys = withKeys(refusedKeys, call);
+        } else if (failure == null) {
+          failure = f.getCause();
+        }
+        continue;
+      }
       if (reply == null) {
-        noScript.add(calls.get(i));
-        if (refusedKeys == null) {
-          refusedKeys = new HashSet<>();
-        }
-        for (byte[] key : calls.get(i).script().keys()) {
-          refusedKeys.add(ByteBuffer.wrap(key));
-        }
+        noScript.add(call);
+        refusedKeys = withKeys(refusedKeys, call);
       } else {
-        if (refusedKeys != null && sharesAKey(calls.get(i), refusedKeys)) {
-          aheadOfRefused += calls.get(i).requestIndexes().length;
+        if (refusedKeys != null && sharesAKey(call, refusedKeys)) {
+          aheadOfRefused += call.requestIndexes().length;
         }
-        place(calls.get(i), reply, requests, decisions);
+        failure = placed(call, reply, requests, decisions, failure);
       }
     }
     if (aheadOfRefused > 0) {
       LOG.error(
           "Redis at {} decided {} sends before earlier sends of the same users that it had refused"
-              + " with NOSCRIPT: its script cache was emptied while the batch was on its way"
-              + " (SCRIPT FLUSH, or a cluster node restarted during the batch) and another client"
-              + " loaded the script again. Those users' sends are not decided in input order; no"
-              + " window holds more than its cap.",
+              + " with NOSCRIPT (its script cache was emptied while the batch was on its way: SCRIPT"
+              + " FLUSH, or a cluster node restarted during the batch, and another client loaded the"
+              + " script again) or TRYAGAIN (their slot was moving to another node). Those users'"
+              + " sends are not decided in input order; no window holds more than its cap.",
           connector.settings().where(),
           aheadOfRefused);
     }
@@ -232,7 +258,109 @@ public final class RedisSlidingLog implements CapStore {
       flushWaits();
       awaitWaits(again, deadline);
     }
+    if (!moving.isEmpty()) {
+      failure = retryMoving(moving, requests, decisions, deadline, failure);
+    }
+    if (failure != null) {
+      throw RedisErrors.failed(
+          failedMessage("EVALSHA", failure), failure, Arrays.asList(decisions));
+    }
     return Arrays.asList(decisions);
+  }
+
+  private static Set<ByteBuffer> withKeys(Set<ByteBuffer> keys, CallBuilder.Call call) {
+    Set<ByteBuffer> with = keys == null ? new HashSet<>() : keys;
+    for (byte[] key : call.script().keys()) {
+      with.add(ByteBuffer.wrap(key));
+    }
+    return with;
+  }
+
+  /** The longest pause between two tries of calls whose slot is moving. */
+  private static final long MAX_RETRY_PAUSE_MS = 50;
+
+  /**
+   * Sends the calls that Redis refused while their slot moved (TRYAGAIN: a call whose keys are
+   * partly on the slot's old node and partly on its new one; Lettuce follows ASK and MOVED itself,
+   * not TRYAGAIN) again until they are decided or the deadline passes, pausing between tries from 1
+   * ms up to {@link #MAX_RETRY_PAUSE_MS} while the keys move. A refused call decided nothing.
+   *
+   * @return {@code failure}, or if there was none and a call failed otherwise or was still refused
+   *     at the deadline, why
+   */
+  private Throwable retryMoving(
+      List<CallBuilder.Call> moving,
+      List<CapRequest> requests,
+      Decision[] decisions,
+      Deadline deadline,
+      Throwable failure) {
+    LOG.debug(
+        "Redis at {} refused {} calls while their slot moves; sending them again",
+        connector.settings().where(),
+        moving.size());
+    long pause = 1;
+    Throwable refused = null;
+    while (!moving.isEmpty()) {
+      long left = deadline.remainingMillis(timeout);
+      if (left == 0) {
+        return failure != null ? failure : refused;
+      }
+      try {
+        Thread.sleep(Math.min(pause, left)); // a backoff while the keys move, not a wait for them
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw unavailable("EVALSHA", e);
+      }
+      pause = Math.min(2 * pause, MAX_RETRY_PAUSE_MS);
+      List<RedisFuture<byte[]>> retries = new ArrayList<>(moving.size());
+      for (CallBuilder.Call call : moving) {
+        retries.add(send(call));
+      }
+      flush(moving.size(), moving.stream().mapToInt(c -> c.requestIndexes().length).sum());
+      connector.recordSlotRetries(moving.size());
+      awaitAll(
+          CompletableFuture.allOf(
+              retries.stream().map(f -> f.toCompletableFuture()).toArray(CompletableFuture[]::new)),
+          deadline);
+      List<CallBuilder.Call> still = new ArrayList<>(0);
+      for (int j = 0; j < retries.size(); j++) {
+        try {
+          byte[] reply = await(retries.get(j), deadline);
+          if (reply == null) {
+            failure = failure != null ? failure : new RedisNoScriptException("NOSCRIPT");
+          } else {
+            failure = placed(moving.get(j), reply, requests, decisions, failure);
+          }
+        } catch (CallFailed f) {
+          if (RedisErrors.kind(f.getCause()) == RedisErrors.Kind.RETRY) {
+            still.add(moving.get(j));
+            refused = f.getCause();
+          } else if (failure == null) {
+            failure = f.getCause();
+          }
+        }
+      }
+      moving = still;
+    }
+    return failure;
+  }
+
+  /**
+   * Places a call's decisions ({@link #place}); a send that Redis could not decide for a reason
+   * other than its key (an ACL refusing the key, say) is left undecided.
+   *
+   * @return {@code failure}, or if there was none and a send was left undecided, why
+   */
+  private static Throwable placed(
+      CallBuilder.Call call,
+      byte[] reply,
+      List<CapRequest> requests,
+      Decision[] decisions,
+      Throwable failure) {
+    String refused = place(call, reply, requests, decisions);
+    return failure != null || refused == null
+        ? failure
+        : new RedisCommandExecutionException(refused);
   }
 
   private static boolean sharesAKey(CallBuilder.Call call, Set<ByteBuffer> keys) {
@@ -267,12 +395,20 @@ public final class RedisSlidingLog implements CapStore {
     }
     flush(failed.size(), failed.stream().mapToInt(c -> c.requestIndexes().length).sum());
     for (int j = 0; j < retries.size(); j++) {
-      byte[] reply = await(retries.get(j), deadline);
+      byte[] reply;
+      try {
+        reply = await(retries.get(j), deadline);
+      } catch (CallFailed f) {
+        throw unavailable("EVALSHA", f.getCause());
+      }
       if (reply == null) {
         throw new LimiterUnavailableException(
             "Redis answered NOSCRIPT again right after SCRIPT LOAD", null);
       }
-      place(failed.get(j), reply, requests, decisions);
+      String refused = place(failed.get(j), reply, requests, decisions);
+      if (refused != null) {
+        throw unavailable("EVALSHA", new RedisCommandExecutionException(refused));
+      }
     }
   }
 
@@ -287,16 +423,27 @@ public final class RedisSlidingLog implements CapStore {
   /**
    * Puts the decisions of one call's reply where their requests are. The reply is laid out in
    * {@code lua/sliding_log.lua}: per send an outcome byte, and after a capped send's the cap, its
-   * count and the time the user is next eligible, after a minimum interval's that time.
+   * count and the time the user is next eligible, after a minimum interval's that time, after a
+   * refused key's Redis's error.
+   *
+   * @return the first error of Redis that concerns no key (an ACL refusing one, say), whose send is
+   *     left undecided; null if there is none
    */
-  private static void place(
+  private static String place(
       CallBuilder.Call call, byte[] reply, List<CapRequest> requests, Decision[] decisions) {
     int[] indexes = call.requestIndexes();
     ByteBuffer in = ByteBuffer.wrap(reply);
+    String refused = null;
     try {
       for (int k = 0; k < indexes.length; k++) {
         long now = requests.get(indexes[k]).now();
-        decisions[indexes[k]] = decision(in, now, call.capIndexes().get(k));
+        Decision decision = decision(in, now, call.capIndexes().get(k));
+        if (decision.outcome() == Decision.Outcome.KEY_REFUSED
+            && RedisErrors.kindOfReply(decision.reason()) != RedisErrors.Kind.KEY) {
+          refused = refused == null ? decision.reason() : refused;
+          decision = null;
+        }
+        decisions[indexes[k]] = decision;
       }
     } catch (BufferUnderflowException e) {
       throw outOfStep(reply, indexes.length);
@@ -304,6 +451,7 @@ public final class RedisSlidingLog implements CapStore {
     if (in.hasRemaining()) {
       throw outOfStep(reply, indexes.length);
     }
+    return refused;
   }
 
   private static IllegalStateException outOfStep(byte[] reply, int sends) {
@@ -580,33 +728,77 @@ public final class RedisSlidingLog implements CapStore {
   /**
    * Waits until every call of a batch has its answer or has failed, at most until {@code deadline};
    * which did what, {@link #collect} reads. Waiting for the calls one by one instead woke this
-   * thread for each reply that came in while it waited, and the client's thread to wake it.
+   * thread for each reply that came in while it waited, and the client's thread to wake it. On a
+   * cluster, a batch not answered within {@link #REDIRECT_FLUSH_MS} flushes its connection again,
+   * for the calls Lettuce redirected.
    */
-  private void awaitAll(CompletableFuture<Void> answers, Deadline deadline) {
+  private void awaitAll(CompletableFuture<?> answers, Deadline deadline) {
+    long since = System.nanoTime();
     try {
-      answers.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
-    } catch (ExecutionException | TimeoutException e) {
-      // a call failed (refused with NOSCRIPT, say) or the deadline passed: collect says which
+      while (true) {
+        long left = deadline.remainingMillis(timeout);
+        try {
+          answers.get(cluster ? Math.min(left, REDIRECT_FLUSH_MS) : left, TimeUnit.MILLISECONDS);
+          return;
+        } catch (TimeoutException e) {
+          if (!cluster || deadline.remainingMillis(timeout) == 0) {
+            return;
+          }
+          flushRedirects(since);
+        }
+      }
+    } catch (ExecutionException e) {
+      // a call failed (refused with NOSCRIPT, say): collect says which
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw unavailable("EVALSHA", e);
     }
   }
 
-  /** Returns the reply, or null if the node did not have the script. */
-  private byte[] await(RedisFuture<byte[]> future, Deadline deadline) {
+  /**
+   * How long a cluster batch waits for its answers before flushing its connection again: Lettuce
+   * follows a MOVED or ASK (a slot that moved or is moving) by writing the call again on the
+   * connection of another node, which with auto-flush off holds it until the next flush.
+   */
+  private static final long REDIRECT_FLUSH_MS = 20;
+
+  /**
+   * Flushes a cluster connection whose batch, flushed at {@code since} (nanoTime), has waited
+   * {@link #REDIRECT_FLUSH_MS} or longer: the calls Lettuce wrote again after a redirect go out.
+   */
+  private void flushRedirects(long since) {
+    if (cluster && System.nanoTime() - since >= REDIRECT_FLUSH_MS * 1_000_000) {
+      connection.flushCommands();
+    }
+  }
+
+  /**
+   * Returns the reply, or null if the node did not have the script.
+   *
+   * @throws CallFailed if Redis answered with another error, or not by the deadline
+   */
+  private byte[] await(RedisFuture<byte[]> future, Deadline deadline) throws CallFailed {
     try {
       return future.get(deadline.remainingMillis(timeout), TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RedisNoScriptException) {
         return null;
       }
-      throw unavailable("EVALSHA", e.getCause());
+      throw new CallFailed(e.getCause());
     } catch (TimeoutException e) {
-      throw unavailable("EVALSHA", e);
+      throw new CallFailed(e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw unavailable("EVALSHA", e);
+    }
+  }
+
+  /** One call of a batch failed: Redis answered with an error, or not in time. */
+  private static final class CallFailed extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    CallFailed(Throwable cause) {
+      super(null, cause, false, false);
     }
   }
 
@@ -622,18 +814,25 @@ public final class RedisSlidingLog implements CapStore {
       }
       case 3 -> new Decision(Decision.Outcome.MIN_INTERVAL, -1, 0, in.getLong());
       case 4 -> new Decision(Decision.Outcome.NOT_A_REPLAY, -1, 0, now);
+      case 5 -> {
+        byte[] error = new byte[Byte.toUnsignedInt(in.get())];
+        in.get(error);
+        yield Decision.keyRefused(new String(error, StandardCharsets.UTF_8), now);
+      }
       default -> throw new IllegalStateException("unexpected script outcome " + outcome);
     };
   }
 
   private LimiterUnavailableException unavailable(String what, Throwable cause) {
-    return new LimiterUnavailableException(
-        what
-            + " to Redis at "
-            + connector.settings().where()
-            + " failed: "
-            + (cause == null ? "no answer" : RedisErrors.describe(cause)),
-        cause);
+    return RedisErrors.failed(failedMessage(what, cause), cause);
+  }
+
+  private String failedMessage(String what, Throwable cause) {
+    return what
+        + " to Redis at "
+        + connector.settings().where()
+        + " failed: "
+        + (cause == null ? "no answer" : RedisErrors.describe(cause));
   }
 
   /** Whether the connection is up (Lettuce reconnects a lost one on its own). */

@@ -39,4 +39,11 @@ public interface Backpressure {
 
   /** Reports that the limiter decided a batch. */
   void answered();
+
+  /**
+   * Reports that the limiter could not decide (all) the sends of a batch, which {@code
+   * cap.redis.failure-mode} {@code allow} or {@code suppress} decided instead: a refusal ({@link
+   * io.sendcap.limit.LimiterRefusedException}) is for health to report all the same.
+   */
+  default void decidedWithout(LimiterUnavailableException cause) {}
 }

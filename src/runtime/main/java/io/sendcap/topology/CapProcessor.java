@@ -1,5 +1,6 @@
 package io.sendcap.topology;
 
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
@@ -19,6 +20,7 @@ import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.segment.SegmentIndex;
 import io.sendcap.serde.Decoded;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.time.ZoneId;
@@ -82,6 +84,14 @@ final class CapProcessor
     implements Processor<byte[], Decoded<ScheduledSend>, byte[], OutputRecord> {
   private static final Logger LOG = LoggerFactory.getLogger(CapProcessor.class);
 
+  // the headers Kafka Streams' own dead letters carry (ExceptionHandlerUtils, internal)
+  private static final String EXCEPTION_HEADER = "__streams.errors.exception";
+  private static final String MESSAGE_HEADER = "__streams.errors.message";
+  private static final String STACKTRACE_HEADER = "__streams.errors.stacktrace";
+  private static final String TOPIC_HEADER = "__streams.errors.topic";
+  private static final String PARTITION_HEADER = "__streams.errors.partition";
+  private static final String OFFSET_HEADER = "__streams.errors.offset";
+
   private final SendcapConfig config;
   private final SegmentIndex segments;
   private final LivePolicies policies;
@@ -92,6 +102,7 @@ final class CapProcessor
   private final Backpressure backpressure;
   private final SendValidator validator;
   private final DecisionMeters meters;
+  private final Counter deadLetters;
   private final Undecided undecided;
   private final GlobalQuotas quotas;
   private final InputReplay replay;
@@ -222,6 +233,7 @@ final class CapProcessor
         new SendValidator(
             config.maxSkew(), config.limiter().clock() == SendcapConfig.Clock.EVENT, wallClock);
     this.meters = new DecisionMeters(metrics);
+    this.deadLetters = DeadLetterMeters.counter(metrics, "redis-key");
   }
 
   @Override
@@ -627,6 +639,10 @@ final class CapProcessor
       }
     } catch (LimiterUnavailableException e) {
       SendcapConfig.FailureMode mode = config.limiter().failureMode();
+      if (mode != SendcapConfig.FailureMode.BLOCK && !e.decided().isEmpty()) {
+        partlyDecided(batch, e, mode);
+        return;
+      }
       if (mode != SendcapConfig.FailureMode.ALLOW) {
         batch.tokens().forfeit();
       }
@@ -647,16 +663,30 @@ final class CapProcessor
           batch.requests().size(),
           mode,
           e.getMessage());
+      backpressure.decidedWithout(e);
       inFlight.removeFirst();
       forward(batch, null, batch.tokens().refused());
       return;
     }
-    Decision[] decided = new Decision[batch.asked().size()];
     Map<Long, BatchTokens.Refusal> refused = new HashMap<>(batch.tokens().refused());
+    Decision[] decided = settle(batch, decisions, refused);
+    secondChance(batch, decided, refused);
+    inFlight.removeFirst();
+    forward(batch, decided, refused);
+  }
+
+  /**
+   * The per-user decisions of {@code batch.asked()}, in its order, with the tokens of each decided
+   * send settled: null for a send refused by a global cap that is not a replay (its refusal in
+   * {@code refused} stands) and for a send the limiter did not decide.
+   */
+  private static Decision[] settle(
+      InFlight batch, List<Decision> decisions, Map<Long, BatchTokens.Refusal> refused) {
+    Decision[] decided = new Decision[batch.asked().size()];
     for (int i = 0; i < decided.length; i++) {
       Long offset = batch.asked().get(i);
       Decision decision = decisions.get(i);
-      if (decision.outcome() == Decision.Outcome.NOT_A_REPLAY) {
+      if (decision == null || decision.outcome() == Decision.Outcome.NOT_A_REPLAY) {
         continue; // refused by a global cap, and not a replay: the refusal stands for now
       }
       if (!refused.isEmpty()) {
@@ -665,7 +695,30 @@ final class CapProcessor
       decided[i] = decision;
       batch.tokens().settle(offset, decision);
     }
-    secondChance(batch, decided, refused);
+    return decided;
+  }
+
+  /**
+   * Forwards a batch that the limiter decided only in part (a call of it failed) under {@code
+   * cap.redis.failure-mode} {@code allow} or {@code suppress}: each send Redis decided as Redis
+   * decided it (a send it allowed was logged, one it capped must not be delivered fail-open), the
+   * others by the failure mode. The refusals of global caps stand: no second chance.
+   */
+  private void partlyDecided(
+      InFlight batch, LimiterUnavailableException e, SendcapConfig.FailureMode mode) {
+    Map<Long, BatchTokens.Refusal> refused = new HashMap<>(batch.tokens().refused());
+    Decision[] decided = settle(batch, e.decided(), refused);
+    if (mode != SendcapConfig.FailureMode.ALLOW) {
+      batch.tokens().forfeit();
+    }
+    long undecided = e.decided().stream().filter(d -> d == null).count();
+    LOG.warn(
+        "limiter could not decide {} of {} sends, decided by failure mode {}: {}",
+        undecided,
+        batch.requests().size(),
+        mode,
+        e.getMessage());
+    backpressure.decidedWithout(e);
     inFlight.removeFirst();
     forward(batch, decided, refused);
   }
@@ -753,8 +806,10 @@ final class CapProcessor
 
   /**
    * Forwards the outputs of a batch in input order and moves the mark past its sends. {@code
-   * decided} holds the per-user decisions of {@code batch.asked()}, in its order, or is null if the
-   * limiter could not be reached; tokens of sends it did not allow have been given back already.
+   * decided} holds the per-user decisions of {@code batch.asked()}, in its order (null for a send
+   * the limiter did not decide), or is null if the limiter could not be reached; tokens of sends it
+   * did not allow have been given back already. A send whose user's key Redis could not use goes to
+   * the dead-letter topic.
    */
   private void forward(InFlight batch, Decision[] decided, Map<Long, BatchTokens.Refusal> refused) {
     boolean shadow = config.mode() == SendcapConfig.Mode.SHADOW;
@@ -781,8 +836,11 @@ final class CapProcessor
         out = Outcomes.delivery(send, p.segment(), decidedAt, false);
       } else if (refusal != null) {
         out = Outcomes.global(send, p.segment(), decidedAt, refusal.cap(), refusal.key());
-      } else if (decided == null) {
+      } else if (decision == null) {
         out = unavailable(send, p.segment(), decidedAt);
+      } else if (decision.outcome() == Decision.Outcome.KEY_REFUSED) {
+        deadLetter(p, offset, decision.reason());
+        continue;
       } else {
         out = Outcomes.of(send, policy, decision, decidedAt);
       }
@@ -822,6 +880,37 @@ final class CapProcessor
             new OutputRecord(out, p.send(), p.body()),
             p.timestamp(),
             new RecordHeaders(p.headers())));
+  }
+
+  /**
+   * Forwards a send to the dead-letter topic with the reason in the headers the topology's other
+   * dead letters carry: its user's key in Redis holds what sendcap did not write, so it cannot be
+   * decided until someone removes that key.
+   */
+  private void deadLetter(Held p, long offset, String reason) {
+    String message =
+        "Redis cannot use the key of user "
+            + p.send().getUserId()
+            + ", which holds what sendcap did not write (another application's key at sendcap's"
+            + " key prefix cap.redis.key-prefix?); remove that key to have the user's sends"
+            + " decided: "
+            + reason;
+    LOG.warn("the send at offset {} goes to the dead-letter topic: {}", offset, message);
+    deadLetters.increment();
+    RecordHeaders headers = new RecordHeaders(p.headers());
+    String exception = InvalidSendException.class.getName();
+    headers.add(header(EXCEPTION_HEADER, exception));
+    headers.add(header(MESSAGE_HEADER, message));
+    headers.add(header(STACKTRACE_HEADER, exception + ": " + message));
+    headers.add(header(TOPIC_HEADER, config.topics().input()));
+    headers.add(header(PARTITION_HEADER, String.valueOf(context.taskId().partition())));
+    headers.add(header(OFFSET_HEADER, String.valueOf(offset)));
+    context.forward(
+        new Record<>(p.key(), OutputRecord.deadLetter(p.send(), p.body()), p.timestamp(), headers));
+  }
+
+  private static Header header(String key, String value) {
+    return new RecordHeader(key, value.getBytes(StandardCharsets.UTF_8));
   }
 
   private CapRequest request(Held p, Policy policy, long now, long timeFloor) {

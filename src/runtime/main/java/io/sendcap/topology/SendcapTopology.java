@@ -168,8 +168,12 @@ public final class SendcapTopology {
         .process(decide, Named.as("decide"))
         .to(
             (key, out, context) ->
-                out.record() instanceof Delivery ? topics.deliveries() : topics.suppressed(),
-            Produced.with(Serdes.ByteArray(), outputs(deliveries, suppressions))
+                out.record() instanceof Delivery
+                    ? topics.deliveries()
+                    : out.deadLetter() ? topics.deadLetters() : topics.suppressed(),
+            Produced.with(
+                    Serdes.ByteArray(),
+                    outputs(deliveries, suppressions, deadLetters(sends, topics.input())))
                 .withName("decisions"));
     return builder.build();
   }
@@ -198,17 +202,31 @@ public final class SendcapTopology {
    * (with a serde of another kind, encoded as the rest).
    */
   private static Serde<OutputRecord> outputs(
-      Serde<Delivery> deliveries, Serde<Suppression> suppressions) {
+      Serde<Delivery> deliveries,
+      Serde<Suppression> suppressions,
+      Serializer<OutputRecord> deadLetters) {
     Serializer<OutputRecord> delivery = writer(deliveries, Delivery.class);
     Serializer<OutputRecord> suppression = writer(suppressions, Suppression.class);
     return Serdes.serdeFrom(
         (topic, out) ->
             out.record() instanceof Delivery
                 ? delivery.serialize(topic, out)
-                : suppression.serialize(topic, out),
+                : out.deadLetter()
+                    ? deadLetters.serialize(topic, out)
+                    : suppression.serialize(topic, out),
         (topic, bytes) -> {
           throw new UnsupportedOperationException("sendcap's outputs are written, not read");
         });
+  }
+
+  /**
+   * The serializer of the sends that go to the dead-letter topic from the decide step: each written
+   * as the input's serde writes a send under the input topic, so that it can be produced there
+   * again once its cause is fixed.
+   */
+  private static Serializer<OutputRecord> deadLetters(Serde<ScheduledSend> sends, String input) {
+    Serializer<ScheduledSend> serializer = sends.serializer();
+    return (topic, out) -> serializer.serialize(input, out.send());
   }
 
   /** The serializer of the outputs of one type. */

@@ -15,6 +15,7 @@ import io.sendcap.config.PolicyRecords;
 import io.sendcap.config.SendcapConfig;
 import io.sendcap.limit.CapRequest;
 import io.sendcap.limit.CapStore;
+import io.sendcap.limit.Decision;
 import io.sendcap.limit.GlobalQuotas;
 import io.sendcap.limit.LimiterUnavailableException;
 import io.sendcap.limit.QuotaCounters;
@@ -504,6 +505,103 @@ class SendcapTopologyTest {
     pipe(send("c", 3, Duration.ZERO));
     assertThat(deliveredIds()).containsExactly("a", "b", "c");
     assertThat(opened).as("stores opened").hasValue(1);
+  }
+
+  /**
+   * A store that decides as the model does, but refuses every send of user {@code foreign} with
+   * Redis's WRONGTYPE, as the script answers for a key another application wrote.
+   */
+  private CapStore refusingTheKeyOf(long foreign) {
+    return new CapStore() {
+      @Override
+      public Pending submit(List<CapRequest> requests) {
+        List<Decision> decided = new ArrayList<>();
+        for (CapRequest r : requests) {
+          decided.add(
+              r.userId() == foreign
+                  ? Decision.keyRefused(
+                      "WRONGTYPE Operation against a key holding the wrong kind of value", r.now())
+                  : model.decide(r));
+        }
+        return () -> decided;
+      }
+
+      @Override
+      public void close() {}
+    };
+  }
+
+  @Test
+  void sendsOfAUserWhoseRedisKeyIsForeignGoToTheDeadLetterTopicWithTheReasonAndTheRestAreDecided() {
+    start(5, new Properties(), () -> refusingTheKeyOf(2), Backpressure.NONE);
+    pipe(send("a", 1, Duration.ZERO));
+    RecordHeaders traced = new RecordHeaders();
+    traced.add("traceparent", "00-trace-01".getBytes(StandardCharsets.UTF_8));
+    pipe(send("x", 2, Duration.ZERO), traced);
+    pipe(send("b", 1, Duration.ofHours(1)));
+    pipe(send("y", 2, Duration.ofHours(1)));
+    pipe(send("c", 1, Duration.ofHours(2)));
+
+    assertThat(deliveredIds()).containsExactly("a", "b");
+    assertThat(suppressions.decode(suppressed.readValue()).getReason())
+        .isEqualTo(SuppressionReason.CAP);
+    List<TestRecord<byte[], byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead)
+        .extracting(r -> sends.decode(r.value()).getMessageId())
+        .containsExactly("x", "y");
+    assertThat(header(dead.get(0), "__streams.errors.message"))
+        .startsWith("Redis cannot use the key of user 2")
+        .contains("cap.redis.key-prefix")
+        .endsWith("WRONGTYPE Operation against a key holding the wrong kind of value");
+    assertThat(header(dead.get(0), "__streams.errors.offset")).isEqualTo("1");
+    assertThat(header(dead.get(1), "__streams.errors.offset")).isEqualTo("3");
+    assertThat(header(dead.get(0), "__streams.errors.topic")).isEqualTo("campaign-sends");
+    assertThat(header(dead.get(0), "traceparent")).isEqualTo("00-trace-01");
+    assertThat(
+            metrics.get("sendcap.sends.dead.letters").tag("reason", "redis-key").counter().count())
+        .isEqualTo(2);
+  }
+
+  /**
+   * A batch that Redis decided in part (one of its calls failed) under {@code allow}: the sends
+   * Redis decided are delivered or suppressed as it decided them, never delivered fail-open; only
+   * the others are.
+   */
+  @Test
+  void inAllowModeTheSendsRedisDecidedInAPartlyFailedBatchAreNotDeliveredFailOpen() {
+    CapStore halfAnswered =
+        new CapStore() {
+          @Override
+          public Pending submit(List<CapRequest> requests) {
+            List<Decision> decided = new ArrayList<>();
+            for (CapRequest r : requests) {
+              decided.add(r.userId() == 2 ? null : model.decide(r));
+            }
+            return () -> {
+              throw new LimiterUnavailableException(
+                  "EVALSHA to Redis at [redis://n2] failed: Connection closed", null, decided);
+            };
+          }
+
+          @Override
+          public void close() {}
+        };
+    Properties allow = new Properties();
+    allow.setProperty("cap.redis.failure-mode", "allow");
+    start(5, allow, () -> halfAnswered, Backpressure.NONE);
+    pipe(send("a", 1, Duration.ZERO));
+    pipe(send("x", 2, Duration.ZERO));
+    pipe(send("b", 1, Duration.ofHours(1)));
+    pipe(send("c", 1, Duration.ofHours(2)));
+    pipe(send("y", 2, Duration.ofHours(1)));
+
+    settle();
+    assertThat(delivered.readValuesToList().stream().map(deliveries::decode))
+        .extracting(d -> d.getSend().getMessageId(), Delivery::getFailOpen)
+        .containsExactly(tuple("a", false), tuple("x", true), tuple("b", false), tuple("y", true));
+    assertThat(suppressed.readValuesToList().stream().map(suppressions::decode))
+        .extracting(s -> s.getSend().getMessageId(), Suppression::getReason)
+        .containsExactly(tuple("c", SuppressionReason.CAP));
   }
 
   @Test
