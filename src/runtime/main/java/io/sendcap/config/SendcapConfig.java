@@ -1,6 +1,7 @@
 package io.sendcap.config;
 
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.serde.AvroLimits;
 import io.sendcap.serde.AvroSerdes;
 import io.sendcap.serde.SchemaRegistrySettings;
 import java.io.IOException;
@@ -51,6 +52,7 @@ import org.apache.kafka.streams.StreamsConfig;
  *     Serde} for Avro
  * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
  *     the {@code single-object} serde; a registry-backed serde finds them itself)
+ * @param avroLimits the bounds on writer schemas and records that the Avro serdes read
  * @param schemaRegistry the schema registry settings as set ({@code schema.registry.*} and {@code
  *     auto.register.schemas}), for the Avro serde; valid when {@code avro.serde=confluent}
  * @param httpHost the interface the metrics and health endpoint listens on ({@code 0.0.0.0}: all)
@@ -69,6 +71,7 @@ public record SendcapConfig(
     Batch batch,
     String avroSerde,
     List<Schema> writerSchemas,
+    AvroLimits avroLimits,
     Map<String, String> schemaRegistry,
     String httpHost,
     int httpPort,
@@ -311,6 +314,8 @@ public record SendcapConfig(
     Duration segments = r.duration("segments.load.timeout.ms");
     String serde = r.string("avro.serde");
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
+    AvroLimits avroLimits =
+        new AvroLimits(r.integer(AvroLimits.MAX_SCHEMA_BYTES), r.integer(AvroLimits.MAX_DEPTH));
     Map<String, String> schemaRegistry = r.schemaRegistry(serde);
     String httpHost = r.string("http.host");
     int httpPort = r.integer("http.port");
@@ -332,6 +337,7 @@ public record SendcapConfig(
         batch,
         serde,
         writerSchemas,
+        avroLimits,
         schemaRegistry,
         httpHost,
         httpPort,

@@ -1,5 +1,6 @@
 package io.sendcap.config;
 
+import io.sendcap.serde.AvroLimits;
 import io.sendcap.serde.SchemaRegistrySettings;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -392,7 +393,28 @@ public final class Settings {
                           + " them itself. A send whose\n"
                           + "values do not fit sendcap's version (an unknown channel, no messageId)"
                           + " goes to the dead-letter\n"
-                          + "topic with the reason."))),
+                          + "topic with the reason."),
+                  integer(
+                      AvroLimits.MAX_SCHEMA_BYTES,
+                      String.valueOf(AvroLimits.DEFAULT_MAX_SCHEMA_BYTES),
+                      1,
+                      AvroLimits.MAX_MAX_SCHEMA_BYTES,
+                      "The most bytes of schema text a writer's schema may have (one from the"
+                          + " schema registry, or one of\n"
+                          + "avro.writer-schemas). A send written with a longer one goes to the"
+                          + " dead-letter topic with the reason."),
+                  integer(
+                      AvroLimits.MAX_DEPTH,
+                      String.valueOf(AvroLimits.DEFAULT_MAX_DEPTH),
+                      1,
+                      AvroLimits.MAX_MAX_DEPTH,
+                      "How deep records, arrays and maps may nest, in a writer's schema and in a"
+                          + " send. A recursive schema\n"
+                          + "(a record holding an optional record of its own type) is legal Avro;"
+                          + " a send nested deeper than\n"
+                          + "this, or written with a schema nested deeper, goes to the dead-letter"
+                          + " topic with the reason.\n"
+                          + "ScheduledSend nests 2 deep, a Delivery 3."))),
           new Section(
               "Schema registry (avro.serde=confluent)",
               List.of(
