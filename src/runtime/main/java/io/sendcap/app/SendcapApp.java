@@ -317,12 +317,9 @@ public final class SendcapApp implements AutoCloseable {
     if (state != KafkaStreams.State.RUNNING) {
       return new HttpEndpoint.Health(false, "Kafka Streams " + state);
     }
-    if (registryOutage.waiting()) {
-      return new HttpEndpoint.Health(
-          false,
-          "a send waits for the schema registry, unreachable for "
-              + registryOutage.outageSeconds()
-              + " s");
+    Optional<String> registry = registryOutage.health();
+    if (registry.isPresent()) {
+      return new HttpEndpoint.Health(false, registry.get());
     }
     try {
       redis.ping();

@@ -426,6 +426,16 @@ public record SendcapConfig(
             SchemaRegistrySettings.AUTO_REGISTER,
             settings.getOrDefault(SchemaRegistrySettings.AUTO_REGISTER, "true"));
         effective.put(
+            SchemaRegistrySettings.MAX_RESPONSE_BYTES,
+            settings.getOrDefault(
+                SchemaRegistrySettings.MAX_RESPONSE_BYTES,
+                String.valueOf(SchemaRegistrySettings.DEFAULT_MAX_RESPONSE_BYTES)));
+        effective.put(
+            SchemaRegistrySettings.MISSING_ID_CACHE_TTL,
+            settings.getOrDefault(
+                SchemaRegistrySettings.MISSING_ID_CACHE_TTL,
+                String.valueOf(SchemaRegistrySettings.DEFAULT_MISSING_ID_CACHE_TTL_MS)));
+        effective.put(
             SchemaRegistrySettings.REQUEST_TIMEOUT,
             settings.getOrDefault(
                 SchemaRegistrySettings.REQUEST_TIMEOUT,

@@ -453,6 +453,21 @@ public final class Settings {
                           + " cached: the registry is asked\n"
                           + "once per schema, not per record."),
                   optional(
+                      SchemaRegistrySettings.MAX_RESPONSE_BYTES,
+                      String.valueOf(SchemaRegistrySettings.DEFAULT_MAX_RESPONSE_BYTES),
+                      "The most bytes of an answer of the registry that are read (1024 to"
+                          + " 268435456; by default 4 MiB).\n"
+                          + "A schema in a longer answer cannot be read: the sends written with it"
+                          + " go to the dead-letter topic."),
+                  optional(
+                      SchemaRegistrySettings.MISSING_ID_CACHE_TTL,
+                      String.valueOf(SchemaRegistrySettings.DEFAULT_MISSING_ID_CACHE_TTL_MS),
+                      "How long a schema id the registry does not know, or whose schema cannot"
+                          + " be read, is remembered as\n"
+                          + "such (0 to 86400000; 0: not at all): a flood of sends with unknown ids"
+                          + " costs one request per id\n"
+                          + "in this time, and each of them goes to the dead-letter topic."),
+                  optional(
                       SchemaRegistrySettings.AUTO_REGISTER,
                       "true",
                       "true: at start-up sendcap registers Delivery and Suppression under"
