@@ -265,9 +265,35 @@ public final class SchemaRegistryClient {
   }
 
   private Schema fetch(int id) {
-    JsonNode answer = call("GET", "/schemas/ids/" + id, null);
+    return schemaOf(id, call("GET", "/schemas/ids/" + id, null));
+  }
+
+  /**
+   * The schema in the body of an answer to {@code GET /schemas/ids/{id}}, as {@link #schemaById}
+   * reads it once the registry answered 200.
+   *
+   * @throws SchemaRegistryException if it holds no self-contained Avro schema
+   */
+  static Schema readSchemaAnswer(int id, String body) {
+    JsonNode answer;
+    try {
+      answer = JSON.readTree(body);
+    } catch (JsonProcessingException e) {
+      answer = null;
+    }
+    if (answer == null || answer.isMissingNode()) {
+      throw unusable("the answer to GET /schemas/ids/" + id + " is not JSON: " + abbreviate(body));
+    }
+    return schemaOf(id, answer);
+  }
+
+  private static Schema schemaOf(int id, JsonNode answer) {
     if (!answer.isObject()) {
-      throw unusable("the answer to GET /schemas/ids/" + id + " holds no schema: " + answer);
+      throw unusable(
+          "the answer to GET /schemas/ids/"
+              + id
+              + " holds no schema: "
+              + abbreviate(answer.toString()));
     }
     String type = answer.path("schemaType").asText("AVRO");
     if (!type.equals("AVRO")) {
@@ -293,8 +319,8 @@ public final class SchemaRegistryClient {
     }
   }
 
-  private SchemaRegistryException unusable(String what) {
-    return new SchemaRegistryException(what + " (schema registry " + urls() + ")", 200, 0);
+  private static SchemaRegistryException unusable(String what) {
+    return new SchemaRegistryException(what, 200, 0);
   }
 
   private static String body(String schema) {
@@ -304,7 +330,8 @@ public final class SchemaRegistryClient {
   private int id(JsonNode answer, String request) {
     JsonNode id = answer.path("id");
     if (!id.canConvertToInt()) {
-      throw unusable("the answer to " + request + " holds no schema id: " + answer);
+      throw unusable(
+          "the answer to " + request + " holds no schema id: " + abbreviate(answer.toString()));
     }
     return id.intValue();
   }
@@ -450,7 +477,7 @@ public final class SchemaRegistryClient {
   }
 
   /** The registry's {@code error_code} and {@code message}, or the start of a body without them. */
-  private static String error(String text) {
+  static String error(String text) {
     try {
       JsonNode body = JSON.readTree(text);
       if (body != null && body.has("error_code")) {
@@ -467,7 +494,7 @@ public final class SchemaRegistryClient {
   }
 
   /** The registry's {@code error_code}, or the status when the body has none. */
-  private static int errorCode(int status, String text) {
+  static int errorCode(int status, String text) {
     try {
       JsonNode body = JSON.readTree(text);
       if (body != null && body.path("error_code").canConvertToInt()) {

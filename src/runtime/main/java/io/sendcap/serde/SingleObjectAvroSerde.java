@@ -73,7 +73,15 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
   private final byte[] header;
   private final BinaryMessageDecoder<T> decoder;
   private final Map<Long, Schema> writerSchemas = new ConcurrentHashMap<>();
+
+  /**
+   * Every writer schema read, sendcap's own included, by fingerprint: each record is walked ({@link
+   * AvroLimits#check}) before Avro's {@link BinaryMessageDecoder} reads it, because that reads from
+   * a stream, which cannot tell a claimed length from the bytes left and would allocate a string of
+   * 2 GB that five bytes claim.
+   */
   private final Map<Long, Schema> checked = new ConcurrentHashMap<>();
+
   private final Map<Long, String> refused = new ConcurrentHashMap<>();
   private volatile AvroLimits limits;
 
@@ -107,6 +115,7 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
             .putLong(SchemaNormalization.parsingFingerprint64(schema))
             .array();
     this.decoder = new BinaryMessageDecoder<>(model, schema);
+    checked.put(SchemaNormalization.parsingFingerprint64(schema), schema);
     for (int version = 1; ; version++) {
       String resource = "/schemas/history/" + schema.getName() + "-v" + version + ".avsc";
       try (InputStream in = SingleObjectAvroSerde.class.getResourceAsStream(resource)) {
@@ -191,9 +200,7 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
     }
     decoder.addSchema(writerSchema);
     writerSchemas.put(fingerprint, writerSchema);
-    if (AvroLimits.needsCheck(writerSchema)) {
-      checked.put(fingerprint, writerSchema);
-    }
+    checked.put(fingerprint, writerSchema);
   }
 
   /** Reads writer schemas added from now on, and records, within {@code limits}. */
