@@ -53,6 +53,8 @@ import org.apache.kafka.common.serialization.Serializer;
  * registry does not know, fails with a {@link SerializationException} naming the schema id, the
  * subject and the reason; a registry that cannot be reached fails with a {@link
  * SchemaRegistryUnavailableException} instead, because the same record can be read once it is back.
+ * Writer schemas and records are read within {@link AvroLimits} ({@code avro.max-schema-bytes},
+ * {@code avro.max-depth}): a send beyond them is a record that cannot be read, whatever it holds.
  *
  * <p>Schema ids and resolved writer schemas are cached; after the first record of a schema, neither
  * direction asks the registry again. Thread-safe once configured.

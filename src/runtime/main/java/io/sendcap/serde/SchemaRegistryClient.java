@@ -43,10 +43,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Answers are cached, ids by subject and schema and schemas by id, each up to a capacity (1,000
  * entries by default) beyond which the least recently used is dropped; a cached answer costs no
- * request. Ids are immutable in a registry, so entries never expire. Requests go to the configured
- * URLs in order: one that cannot be connected to, times out or answers 5xx is skipped for the next;
- * any other answer is final. Errors name the URL, the request and the registry's {@code error_code}
- * and {@code message}, never the credentials. Thread-safe.
+ * request. Ids are immutable in a registry, so entries never expire; an id the registry does not
+ * know, or whose schema cannot be read, is remembered for {@link
+ * SchemaRegistrySettings#MISSING_ID_CACHE_TTL}. Requests go to the configured URLs in order: one
+ * that cannot be connected to, times out, throttles (408, 429), answers 5xx or refuses sendcap's
+ * credentials (401, 403) is skipped for the next; any other answer is final. Answers are
+ * classified: no URL answering is a {@link SchemaRegistryUnavailableException} (an outage: the
+ * record waits), refused credentials or an answer that is not the registry's API a {@link
+ * SchemaRegistryConfigurationException} (the record waits, health names the setting), and only an
+ * unknown id or a schema that cannot be read a {@link SchemaRegistryException} (the record goes to
+ * the dead-letter topic). A body is read up to {@link SchemaRegistrySettings#MAX_RESPONSE_BYTES}
+ * and within the request timeout. Errors name the URL, the request and the registry's {@code
+ * error_code} and {@code message}, never the credentials. Thread-safe.
  */
 public final class SchemaRegistryClient {
   /** The content type of the registry's API, version 1. */
