@@ -5,8 +5,14 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.testing.FakeSchemaRegistry;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.Map;
@@ -131,6 +137,52 @@ class RegistryAnswersTest {
     catchThrowable(() -> client.schemaById(7));
 
     assertThat(client.requests()).isEqualTo(1);
+  }
+
+  @Test
+  void anAnswerWhoseBodyNeverEndsIsAnOutageWithinTheRequestTimeout() throws IOException {
+    try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      Thread peer =
+          new Thread(
+              () -> {
+                try (Socket socket = server.accept()) {
+                  BufferedReader in =
+                      new BufferedReader(
+                          new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+                  while (!in.readLine().isEmpty()) {
+                    // the request's headers
+                  }
+                  socket
+                      .getOutputStream()
+                      .write(
+                          ("HTTP/1.1 200 OK\r\nContent-Type: "
+                                  + JSON
+                                  + "\r\nContent-Length: 1000\r\n\r\n{\"schema\":")
+                              .getBytes(StandardCharsets.UTF_8));
+                  socket.getOutputStream().flush();
+                  in.read(); // holds the connection until the client gives up
+                } catch (IOException | NullPointerException e) {
+                  // the client gave up
+                }
+              });
+      peer.start();
+      SchemaRegistryClient client =
+          new SchemaRegistryClient(
+              SchemaRegistrySettings.from(
+                  Map.of(
+                      SchemaRegistrySettings.URL,
+                      "http://127.0.0.1:" + server.getLocalPort(),
+                      SchemaRegistrySettings.REQUEST_TIMEOUT,
+                      "300")));
+      long start = System.nanoTime();
+
+      Throwable e = catchThrowable(() -> client.schemaById(7));
+
+      assertThat(e)
+          .isInstanceOf(SchemaRegistryUnavailableException.class)
+          .hasMessageContaining("no answer within 300 ms (schema.registry.request.timeout.ms)");
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+    }
   }
 
   @Test
