@@ -1,10 +1,12 @@
 package io.sendcap.serde;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.testing.ByteMutator;
+import io.sendcap.testing.ConfluentWire;
 import io.sendcap.testing.FakeSchemaRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -23,6 +25,8 @@ import java.util.function.Function;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaBuilder;
 import org.apache.avro.SchemaNormalization;
+import org.apache.avro.generic.GenericDatumWriter;
+import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.specific.SpecificDatumWriter;
@@ -76,14 +80,14 @@ class AvroFramingFuzzTest {
         new int[] {
           registry.register("campaign-sends-value", ScheduledSend.SCHEMA$),
           registry.register("campaign-sends-value", evolved),
-          registry.register("campaign-sends-value", RecursiveSchemas.withRelated()),
+          registry.register("campaign-sends-value", ConfluentWire.scheduledSendWithRelated()),
           4242
         };
     confluent = new ConfluentAvroSerde<>(ScheduledSend.class);
     confluent.configure(Map.of(SchemaRegistrySettings.URL, registry.url()), false);
     singleObject = new SingleObjectAvroSerde<>(ScheduledSend.class);
     singleObject.addWriterSchema(evolved);
-    singleObject.addWriterSchema(RecursiveSchemas.withRelated());
+    singleObject.addWriterSchema(ConfluentWire.scheduledSendWithRelated());
     for (int id : ids) {
       decodes("warm-up", framed(id, body(SEND)), b -> confluent.decode(TOPIC, b));
     }
@@ -146,7 +150,14 @@ class AvroFramingFuzzTest {
     byte[] send = body(SEND);
     Map<String, byte[]> bodies = new LinkedHashMap<>();
     bodies.put("own", send);
-    bodies.put("evolved", concat(send, new byte[] {2, 10, 3, 2, 6, 'v', 'i', 'p', 0, 0}));
+    GenericRecord withTags = ConfluentWire.as(SEND, evolved);
+    withTags.put("priority", 5);
+    withTags.put("tags", List.of("vip"));
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    BinaryEncoder encoder = EncoderFactory.get().binaryEncoder(out, null);
+    new GenericDatumWriter<GenericRecord>(evolved).write(withTags, encoder);
+    encoder.flush();
+    bodies.put("evolved", out.toByteArray());
     byte[] deep = new byte[200_001];
     Arrays.fill(deep, 0, 200_000, (byte) 2);
     bodies.put("recursive-shallow", concat(send, new byte[] {2, 2, 2, 0}));
@@ -179,7 +190,7 @@ class AvroFramingFuzzTest {
             "evolved",
             evolved,
             "recursive",
-            RecursiveSchemas.withRelated());
+            ConfluentWire.scheduledSendWithRelated());
     Map<String, Integer> idOf = Map.of("own", ids[0], "evolved", ids[1], "recursive", ids[2]);
     for (Map.Entry<String, byte[]> b : bodies().entrySet()) {
       String writer =
@@ -195,6 +206,25 @@ class AvroFramingFuzzTest {
         s.resolve("unknown-fingerprint.bin"),
         singleObject(SchemaBuilder.builder().intType(), body(SEND)));
     Files.write(s.resolve("marker-only.bin"), new byte[] {(byte) 0xC3, 1});
+  }
+
+  @Test
+  void theValidInputsOfTheCorpusDecodeToTheSend() {
+    for (String valid : List.of("own.bin", "evolved.bin", "recursive-shallow.bin")) {
+      assertThat(confluent.decode(TOPIC, ByteMutator.read(corpusFile("confluent-avro", valid))))
+          .as(valid)
+          .isEqualTo(SEND);
+      assertThat(singleObject.decode(ByteMutator.read(corpusFile("single-object-avro", valid))))
+          .as(valid)
+          .isEqualTo(SEND);
+    }
+  }
+
+  private static Path corpusFile(String parser, String name) {
+    return ByteMutator.corpus(parser).stream()
+        .filter(f -> f.getFileName().toString().equals(name))
+        .findFirst()
+        .orElseThrow();
   }
 
   @Test

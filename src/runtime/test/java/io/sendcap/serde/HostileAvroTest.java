@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.testing.ConfluentWire;
 import io.sendcap.testing.FakeSchemaRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -68,7 +69,10 @@ class HostileAvroTest {
     return ByteBuffer.allocate(5 + body.length).put((byte) 0).putInt(id).put(body).array();
   }
 
-  /** The send's body followed by the {@code related} field of {@link RecursiveSchemas}, nested. */
+  /**
+   * The send's body followed by the {@code related} field of {@link
+   * ConfluentWire#scheduledSendWithRelated()}, nested.
+   */
   private static byte[] nested(int depth) throws IOException {
     byte[] send = body(SEND);
     byte[] body = Arrays.copyOf(send, send.length + depth + 1);
@@ -90,7 +94,7 @@ class HostileAvroTest {
 
   @Test
   void aSendNestedDeeperThanAllowedIsUnreadableNotAStackOverflow() throws IOException {
-    int id = registry.register("campaign-sends-value", RecursiveSchemas.withRelated());
+    int id = registry.register("campaign-sends-value", ConfluentWire.scheduledSendWithRelated());
 
     Throwable thrown = catchThrowable(() -> sends().decode(TOPIC, framed(id, nested(200_000))));
 
@@ -102,14 +106,14 @@ class HostileAvroTest {
 
   @Test
   void aSendOfARecursiveSchemaNestedWithinTheBoundIsRead() throws IOException {
-    int id = registry.register("campaign-sends-value", RecursiveSchemas.withRelated());
+    int id = registry.register("campaign-sends-value", ConfluentWire.scheduledSendWithRelated());
 
     assertThat(sends().decode(TOPIC, framed(id, nested(60)))).isEqualTo(SEND);
   }
 
   @Test
   void theDepthIsASetting() throws IOException {
-    int id = registry.register("campaign-sends-value", RecursiveSchemas.withRelated());
+    int id = registry.register("campaign-sends-value", ConfluentWire.scheduledSendWithRelated());
     ConfluentAvroSerde<ScheduledSend> serde = new ConfluentAvroSerde<>(ScheduledSend.class);
     serde.configure(
         Map.of("schema.registry.url", registry.url(), AvroLimits.MAX_DEPTH, "500"), false);
@@ -122,7 +126,7 @@ class HostileAvroTest {
 
   @Test
   void aSingleObjectSendNestedDeeperThanAllowedIsUnreadable() throws IOException {
-    Schema writer = RecursiveSchemas.withRelated();
+    Schema writer = ConfluentWire.scheduledSendWithRelated();
     SingleObjectAvroSerde<ScheduledSend> serde = new SingleObjectAvroSerde<>(ScheduledSend.class);
     serde.addWriterSchema(writer);
 
@@ -134,7 +138,7 @@ class HostileAvroTest {
 
   @Test
   void aWriterSchemaNestedDeeperThanAllowedIsRefusedNamingTheSetting() throws IOException {
-    Schema deep = RecursiveSchemas.withNestedArrays(100);
+    Schema deep = HostileSchemas.withNestedArrays(100);
     int id = registry.register("campaign-sends-value", deep);
 
     assertThat(catchThrowable(() -> sends().decode(TOPIC, framed(id, body(SEND)))))
@@ -151,7 +155,7 @@ class HostileAvroTest {
 
   @Test
   void anEnormousWriterSchemaIsRefusedNamingTheSetting() throws IOException {
-    Schema enormous = RecursiveSchemas.withLongDoc(2 << 20);
+    Schema enormous = HostileSchemas.withLongDoc(2 << 20);
     int id = registry.register("campaign-sends-value", enormous);
 
     assertThat(catchThrowable(() -> sends().decode(TOPIC, framed(id, body(SEND)))))
