@@ -383,6 +383,61 @@ class SchemaRegistryIT {
   }
 
   @Test
+  void aSendNestedDeeperThanTheBoundGoesToTheDeadLetterTopicAndEverySendAfterItIsDecided() {
+    String subject = "deep-sends-value";
+    int v1 = wire.register(subject, ScheduledSend.SCHEMA$);
+    ConfluentWire.Answer accepted =
+        wire.tryRegister(subject, ConfluentWire.scheduledSendWithRelated());
+    assertThat(accepted.status()).as("accepted under BACKWARD compatibility").isEqualTo(200);
+    int recursive = accepted.body().path("id").intValue();
+    Blast sends = blast("deep", 400, 34, (i, send) -> ConfluentWire.frame(v1, send));
+    List<ProducerRecord<byte[], byte[]>> input = new ArrayList<>(sends.records());
+    ProducerRecord<byte[], byte[]> at = input.get(20);
+    ScheduledSend deep =
+        ScheduledSend.newBuilder(sends.sends().get(20)).setMessageId("deep").build();
+    input.add(
+        20,
+        new ProducerRecord<>(
+            at.topic(),
+            null,
+            at.timestamp(),
+            at.key(),
+            ConfluentWire.frameNested(recursive, deep, 200_000)));
+    ScheduledSend shallow =
+        ScheduledSend.newBuilder(sends.sends().get(200)).setMessageId("shallow").build();
+    List<ScheduledSend> decided = new ArrayList<>(sends.sends());
+    decided.add(200, shallow);
+    input.add(
+        201,
+        new ProducerRecord<>(
+            at.topic(),
+            null,
+            at.timestamp(),
+            input.get(201).key(),
+            ConfluentWire.frameNested(recursive, shallow, 10)));
+
+    List<ConsumerRecord<byte[], byte[]>> outputs = run("deep", "confluent", input);
+
+    List<String> reasons = deadLetterReasons(outputs);
+    assertThat(reasons)
+        .singleElement()
+        .satisfies(
+            r ->
+                assertThat(r)
+                    .contains("schema id " + recursive + " ")
+                    .contains("nest more than avro.max-depth=64 deep"));
+    List<CapScenario.Outcome> outcomes =
+        outcomes("deep", outputs.stream().filter(r -> !r.topic().endsWith("-dlq")).toList());
+    Map<String, Long> decidedIds = new TreeMap<>();
+    outcomes.forEach(o -> decidedIds.merge(o.messageId(), 1L, Long::sum));
+    Map<String, Long> expected = new TreeMap<>();
+    decided.forEach(send -> expected.merge(send.getMessageId(), 1L, Long::sum));
+    assertThat(decidedIds)
+        .as("every ordinary send, before and after the deep one, decided once")
+        .isEqualTo(expected);
+  }
+
+  @Test
   void aTopicMigratingFromSingleObjectToConfluentIsDecidedInFull() {
     int id = wire.register("migrating-sends-value", ScheduledSend.SCHEMA$);
     // single-object first, then both as instances of the campaign engine switch, then Confluent

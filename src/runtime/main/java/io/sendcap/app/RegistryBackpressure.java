@@ -3,10 +3,12 @@ package io.sendcap.app;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.serde.SchemaRegistryConfigurationException;
 import io.sendcap.serde.SchemaRegistryUnavailableException;
 import io.sendcap.topology.RegistryOutage;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,8 +22,10 @@ import org.slf4j.LoggerFactory;
  * <p>An outage lasts from the first try that failed to the first one the registry answered. Its
  * start and end are logged, a reminder every {@link #REMINDER_INTERVAL} in between, and the gauge
  * {@code sendcap.registry.unavailable} is 1 during it; {@code sendcap.registry.outages} counts
- * them. {@link #close()} ends every wait with its failure, so that a stopping application does not
- * wait for the registry.
+ * them. A registry that refuses sendcap's credentials ({@link
+ * SchemaRegistryConfigurationException}) is waited for the same way, so that no send is lost to a
+ * wrong setting; its log line and {@link #health()} name the setting to fix. {@link #close()} ends
+ * every wait with its failure, so that a stopping application does not wait for the registry.
  */
 final class RegistryBackpressure implements RegistryOutage, AutoCloseable {
   /** How often a continuing outage is logged again. */
@@ -34,6 +38,7 @@ final class RegistryBackpressure implements RegistryOutage, AutoCloseable {
   private final InstantSource clock;
   private final Counter outages;
   private volatile long outageSince = -1;
+  private volatile SchemaRegistryUnavailableException lastCause;
   private long lastLogged;
   private boolean closed;
 
@@ -53,6 +58,22 @@ final class RegistryBackpressure implements RegistryOutage, AutoCloseable {
     return outageSince >= 0;
   }
 
+  /**
+   * What health says while a send waits for the registry: that the registry refuses sendcap and
+   * which setting to fix, or how long it has been unreachable; empty when no send waits.
+   */
+  Optional<String> health() {
+    SchemaRegistryUnavailableException cause = lastCause;
+    if (!waiting() || cause == null) {
+      return Optional.empty();
+    }
+    if (cause instanceof SchemaRegistryConfigurationException) {
+      return Optional.of("a send waits: " + cause.getMessage());
+    }
+    return Optional.of(
+        "a send waits for the schema registry, unreachable for " + outageSeconds() + " s");
+  }
+
   /** How long the current outage has lasted, in whole seconds; 0 if there is none. */
   long outageSeconds() {
     long since = outageSince;
@@ -65,6 +86,7 @@ final class RegistryBackpressure implements RegistryOutage, AutoCloseable {
       throw cause;
     }
     long now = clock.millis();
+    lastCause = cause;
     if (outageSince < 0) {
       outageSince = now;
       lastLogged = now;

@@ -330,12 +330,9 @@ public final class SendcapApp implements AutoCloseable {
     if (refusal.isPresent()) {
       return new HttpEndpoint.Health(false, "Redis refuses sendcap's calls: " + refusal.get());
     }
-    if (registryOutage.waiting()) {
-      return new HttpEndpoint.Health(
-          false,
-          "a send waits for the schema registry, unreachable for "
-              + registryOutage.outageSeconds()
-              + " s");
+    Optional<String> registry = registryOutage.health();
+    if (registry.isPresent()) {
+      return new HttpEndpoint.Health(false, registry.get());
     }
     try {
       redis.ping();

@@ -113,6 +113,7 @@ public final class ToolSerdes {
     Map<String, Object> props = new HashMap<>();
     config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
     props.putAll(config.schemaRegistry());
+    props.putAll(config.avroLimits().configs());
     return props;
   }
 }

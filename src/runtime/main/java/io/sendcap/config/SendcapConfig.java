@@ -1,6 +1,7 @@
 package io.sendcap.config;
 
 import io.sendcap.avro.ScheduledSend;
+import io.sendcap.serde.AvroLimits;
 import io.sendcap.serde.AvroSerdes;
 import io.sendcap.serde.SchemaRegistrySettings;
 import java.io.IOException;
@@ -54,6 +55,7 @@ import org.apache.kafka.streams.StreamsConfig;
  *     Serde} for Avro
  * @param writerSchemas other versions of sendcap's schemas that producers may write with (read by
  *     the {@code single-object} serde; a registry-backed serde finds them itself)
+ * @param avroLimits the bounds on writer schemas and records that the Avro serdes read
  * @param schemaRegistry the schema registry settings as set ({@code schema.registry.*} and {@code
  *     auto.register.schemas}), for the Avro serde; valid when {@code avro.serde=confluent}
  * @param httpHost the interface the metrics and health endpoint listens on ({@code 0.0.0.0}: all)
@@ -76,6 +78,7 @@ public record SendcapConfig(
     Batch batch,
     String avroSerde,
     List<Schema> writerSchemas,
+    AvroLimits avroLimits,
     Map<String, String> schemaRegistry,
     String httpHost,
     int httpPort,
@@ -373,6 +376,8 @@ public record SendcapConfig(
     int segmentsMaxBytes = r.integer("segments.max-bytes");
     String serde = r.string("avro.serde");
     List<Schema> writerSchemas = r.schemas("avro.writer-schemas");
+    AvroLimits avroLimits =
+        new AvroLimits(r.integer(AvroLimits.MAX_SCHEMA_BYTES), r.integer(AvroLimits.MAX_DEPTH));
     Map<String, String> schemaRegistry = r.schemaRegistry(serde);
     String httpHost = r.string("http.host");
     int httpPort = r.integer("http.port");
@@ -399,6 +404,7 @@ public record SendcapConfig(
         batch,
         serde,
         writerSchemas,
+        avroLimits,
         schemaRegistry,
         httpHost,
         httpPort,
@@ -485,6 +491,16 @@ public record SendcapConfig(
         effective.put(
             SchemaRegistrySettings.AUTO_REGISTER,
             settings.getOrDefault(SchemaRegistrySettings.AUTO_REGISTER, "true"));
+        effective.put(
+            SchemaRegistrySettings.MAX_RESPONSE_BYTES,
+            settings.getOrDefault(
+                SchemaRegistrySettings.MAX_RESPONSE_BYTES,
+                String.valueOf(SchemaRegistrySettings.DEFAULT_MAX_RESPONSE_BYTES)));
+        effective.put(
+            SchemaRegistrySettings.MISSING_ID_CACHE_TTL,
+            settings.getOrDefault(
+                SchemaRegistrySettings.MISSING_ID_CACHE_TTL,
+                String.valueOf(SchemaRegistrySettings.DEFAULT_MISSING_ID_CACHE_TTL_MS)));
         effective.put(
             SchemaRegistrySettings.REQUEST_TIMEOUT,
             settings.getOrDefault(

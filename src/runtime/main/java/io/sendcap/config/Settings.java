@@ -1,5 +1,6 @@
 package io.sendcap.config;
 
+import io.sendcap.serde.AvroLimits;
 import io.sendcap.serde.SchemaRegistrySettings;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -427,7 +428,28 @@ public final class Settings {
                           + " them itself. A send whose\n"
                           + "values do not fit sendcap's version (an unknown channel, no messageId)"
                           + " goes to the dead-letter\n"
-                          + "topic with the reason."))),
+                          + "topic with the reason."),
+                  integer(
+                      AvroLimits.MAX_SCHEMA_BYTES,
+                      String.valueOf(AvroLimits.DEFAULT_MAX_SCHEMA_BYTES),
+                      1,
+                      AvroLimits.MAX_MAX_SCHEMA_BYTES,
+                      "The most bytes of schema text a writer's schema may have (one from the"
+                          + " schema registry, or one of\n"
+                          + "avro.writer-schemas). A send written with a longer one goes to the"
+                          + " dead-letter topic with the reason."),
+                  integer(
+                      AvroLimits.MAX_DEPTH,
+                      String.valueOf(AvroLimits.DEFAULT_MAX_DEPTH),
+                      1,
+                      AvroLimits.MAX_MAX_DEPTH,
+                      "How deep records, arrays and maps may nest, in a writer's schema and in a"
+                          + " send. A recursive schema\n"
+                          + "(a record holding an optional record of its own type) is legal Avro;"
+                          + " a send nested deeper than\n"
+                          + "this, or written with a schema nested deeper, goes to the dead-letter"
+                          + " topic with the reason.\n"
+                          + "ScheduledSend nests 2 deep, a Delivery 3."))),
           new Section(
               "Schema registry (avro.serde=confluent)",
               List.of(
@@ -465,6 +487,21 @@ public final class Settings {
                       "How long one request to the registry may take. Ids and schemas are"
                           + " cached: the registry is asked\n"
                           + "once per schema, not per record."),
+                  optional(
+                      SchemaRegistrySettings.MAX_RESPONSE_BYTES,
+                      String.valueOf(SchemaRegistrySettings.DEFAULT_MAX_RESPONSE_BYTES),
+                      "The most bytes of an answer of the registry that are read (1024 to"
+                          + " 268435456; by default 4 MiB).\n"
+                          + "A schema in a longer answer cannot be read: the sends written with it"
+                          + " go to the dead-letter topic."),
+                  optional(
+                      SchemaRegistrySettings.MISSING_ID_CACHE_TTL,
+                      String.valueOf(SchemaRegistrySettings.DEFAULT_MISSING_ID_CACHE_TTL_MS),
+                      "How long a schema id the registry does not know, or whose schema cannot"
+                          + " be read, is remembered as\n"
+                          + "such (0 to 86400000; 0: not at all): a flood of sends with unknown ids"
+                          + " costs one request per id\n"
+                          + "in this time, and each of them goes to the dead-letter topic."),
                   optional(
                       SchemaRegistrySettings.AUTO_REGISTER,
                       "true",

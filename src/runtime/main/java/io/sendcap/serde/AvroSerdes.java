@@ -34,7 +34,7 @@ public final class AvroSerdes {
   public static <T extends SpecificRecord> Serde<T> of(
       Class<T> type, String setting, Map<String, ?> configs) {
     if (SINGLE_OBJECT.equals(setting)) {
-      return new SingleObjectAvroSerde<>(type);
+      return new SingleObjectAvroSerde<>(type, AvroLimits.from(configs));
     }
     Serde<T> serde =
         CONFLUENT.equals(setting) ? new ConfluentAvroSerde<>(type) : instantiate(setting);

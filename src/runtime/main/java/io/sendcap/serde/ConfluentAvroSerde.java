@@ -53,6 +53,8 @@ import org.apache.kafka.common.serialization.Serializer;
  * registry does not know, fails with a {@link SerializationException} naming the schema id, the
  * subject and the reason; a registry that cannot be reached fails with a {@link
  * SchemaRegistryUnavailableException} instead, because the same record can be read once it is back.
+ * Writer schemas and records are read within {@link AvroLimits} ({@code avro.max-schema-bytes},
+ * {@code avro.max-depth}): a send beyond them is a record that cannot be read, whatever it holds.
  *
  * <p>Schema ids and resolved writer schemas are cached; after the first record of a schema, neither
  * direction asks the registry again. Thread-safe once configured.
@@ -88,9 +90,11 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
    * The reader of the records of one schema id, and whether that schema is sendcap's own (the same
    * parsing canonical form: the same binary layout).
    */
-  private record Reader<T>(SpecificDatumReader<T> reader, boolean own) {}
+  private record Reader<T>(
+      SpecificDatumReader<T> reader, boolean own, Schema checked, String refusal) {}
 
   private volatile SchemaRegistryClient registry;
+  private volatile AvroLimits limits = AvroLimits.DEFAULT;
   private volatile boolean autoRegister;
   private volatile String subjectSuffix = "-value";
 
@@ -127,13 +131,15 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
 
   /**
    * Reads the {@code schema.registry.*} settings and {@code auto.register.schemas} (see {@link
-   * SchemaRegistrySettings}) and creates the registry client.
+   * SchemaRegistrySettings}) and the bounds of {@link AvroLimits}, and creates the registry client.
    *
    * @throws org.apache.kafka.common.config.ConfigException naming each invalid setting
    */
   @Override
   public void configure(Map<String, ?> configs, boolean isKey) {
     SchemaRegistrySettings settings = SchemaRegistrySettings.from(configs);
+    this.limits = AvroLimits.from(configs);
+    singleObject.limits(limits);
     this.registry = new SchemaRegistryClient(settings);
     this.autoRegister = settings.autoRegister();
     this.subjectSuffix = isKey ? "-key" : "-value";
@@ -308,7 +314,22 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
     }
     int id = ByteBuffer.wrap(bytes, 1, 4).getInt();
     Reader<T> reader = reader(topic, id);
+    if (reader.refusal() != null) {
+      throw new UnreadableRecordException(
+          "a "
+              + name
+              + " written with schema id "
+              + id
+              + " ("
+              + context(topic)
+              + "), which"
+              + " sendcap does not read: "
+              + reader.refusal());
+    }
     try {
+      if (reader.checked() != null) {
+        limits.check(reader.checked(), bytes, HEADER_BYTES, bytes.length - HEADER_BYTES);
+      }
       BinaryDecoder in =
           DecoderFactory.get()
               .binaryDecoder(bytes, HEADER_BYTES, bytes.length - HEADER_BYTES, DECODER.get());
@@ -329,7 +350,9 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + context(topic)
               + ") that sendcap's schema cannot read: "
               + explain(reader.reader().getSchema(), bytes, e));
-    } catch (IOException | AvroRuntimeException e) {
+    } catch (IOException | RuntimeException e) {
+      // Avro's decoder throws more than its declared errors on some bytes (an
+      // UnsupportedOperationException for a string longer than a Java array): all are the data's.
       throw new UnreadableRecordException(
           "not a "
               + name
@@ -364,10 +387,14 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + e.getMessage(),
           e);
     }
+    boolean own = SchemaNormalization.parsingFingerprint64(writerSchema) == fingerprint;
+    String refusal = own ? null : limits.refusal(writerSchema).orElse(null);
     Reader<T> reader =
         new Reader<>(
-            new SpecificDatumReader<>(writerSchema, schema, model),
-            SchemaNormalization.parsingFingerprint64(writerSchema) == fingerprint);
+            refusal == null ? new SpecificDatumReader<>(writerSchema, schema, model) : null,
+            own,
+            own || !AvroLimits.needsCheck(writerSchema) ? null : writerSchema,
+            refusal);
     readers.put(id, reader);
     return reader;
   }

@@ -16,17 +16,21 @@ import java.nio.channels.UnresolvedAddressException;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 import org.apache.avro.Schema;
-import org.apache.avro.SchemaParseException;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.slf4j.Logger;
@@ -39,10 +43,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Answers are cached, ids by subject and schema and schemas by id, each up to a capacity (1,000
  * entries by default) beyond which the least recently used is dropped; a cached answer costs no
- * request. Ids are immutable in a registry, so entries never expire. Requests go to the configured
- * URLs in order: one that cannot be connected to, times out or answers 5xx is skipped for the next;
- * any other answer is final. Errors name the URL, the request and the registry's {@code error_code}
- * and {@code message}, never the credentials. Thread-safe.
+ * request. Ids are immutable in a registry, so entries never expire; an id the registry does not
+ * know, or whose schema cannot be read, is remembered for {@link
+ * SchemaRegistrySettings#MISSING_ID_CACHE_TTL}. Requests go to the configured URLs in order: one
+ * that cannot be connected to, times out, throttles (408, 429), answers 5xx or refuses sendcap's
+ * credentials (401, 403) is skipped for the next; any other answer is final. Answers are
+ * classified: no URL answering is a {@link SchemaRegistryUnavailableException} (an outage: the
+ * record waits), refused credentials or an answer that is not the registry's API a {@link
+ * SchemaRegistryConfigurationException} (the record waits, health names the setting), and only an
+ * unknown id or a schema that cannot be read a {@link SchemaRegistryException} (the record goes to
+ * the dead-letter topic). A body is read up to {@link SchemaRegistrySettings#MAX_RESPONSE_BYTES}
+ * and within the request timeout. Errors name the URL, the request and the registry's {@code
+ * error_code} and {@code message}, never the credentials. Thread-safe.
  */
 public final class SchemaRegistryClient {
   /** The content type of the registry's API, version 1. */
@@ -62,6 +74,11 @@ public final class SchemaRegistryClient {
   private final LruCache<SubjectSchema, Integer> ids;
   private final LruCache<Integer, Schema> schemas;
   private final AtomicLong requests = new AtomicLong();
+  private final InstantSource clock;
+  private final LruCache<Integer, Missing> missing;
+
+  /** An id the registry does not know, or whose schema cannot be read, until a time. */
+  private record Missing(SchemaRegistryException failure, long untilMillis) {}
 
   private record SubjectSchema(String subject, String schema) {}
 
@@ -78,7 +95,22 @@ public final class SchemaRegistryClient {
    * @throws ConfigException if the key stores cannot be used
    */
   public SchemaRegistryClient(SchemaRegistrySettings settings, int cacheCapacity) {
+    this(settings, cacheCapacity, InstantSource.system());
+  }
+
+  /**
+   * Creates a client whose unknown ids expire by {@code clock}.
+   *
+   * @param settings where the registry is and how to authenticate
+   * @param cacheCapacity how many ids, schemas and unknown ids are cached at most
+   * @param clock the time unknown ids are remembered by
+   * @throws ConfigException if the key stores cannot be used
+   */
+  public SchemaRegistryClient(
+      SchemaRegistrySettings settings, int cacheCapacity, InstantSource clock) {
     this.settings = settings;
+    this.clock = clock;
+    this.missing = new LruCache<>(cacheCapacity);
     this.ids = new LruCache<>(cacheCapacity);
     this.schemas = new LruCache<>(cacheCapacity);
     HttpClient.Builder builder =
@@ -199,10 +231,16 @@ public final class SchemaRegistryClient {
   }
 
   /**
-   * Fetches the schema of an id ({@code GET /schemas/ids/{id}}).
+   * Fetches the schema of an id ({@code GET /schemas/ids/{id}}). An id the registry does not know,
+   * or whose schema cannot be read, is remembered as such for {@link
+   * SchemaRegistrySettings#MISSING_ID_CACHE_TTL}: asked again within it, the same failure costs no
+   * request.
    *
    * @throws SchemaRegistryException if the registry does not know the id (404, error code 40403),
-   *     or its schema is not a self-contained Avro schema
+   *     or its answer is not a self-contained Avro schema (not JSON, no schema, larger than {@link
+   *     SchemaRegistrySettings#MAX_RESPONSE_BYTES})
+   * @throws SchemaRegistryConfigurationException if the registry refuses sendcap's credentials, or
+   *     answers as no registry does (a wrong URL)
    * @throws SchemaRegistryUnavailableException if no URL answers
    */
   public Schema schemaById(int id) {
@@ -210,7 +248,61 @@ public final class SchemaRegistryClient {
     if (cached != null) {
       return cached;
     }
-    JsonNode answer = call("GET", "/schemas/ids/" + id, null);
+    Missing known = missing.get(id);
+    if (known != null && clock.millis() < known.untilMillis()) {
+      throw known.failure();
+    }
+    Schema schema;
+    try {
+      schema = fetch(id);
+    } catch (SchemaRegistryException e) {
+      if (e.status() != 200 && !(e.status() == 404 && e.errorCode() / 100 == 404)) {
+        throw new SchemaRegistryConfigurationException(
+            e.getMessage()
+                + ": not an answer of the schema registry's API; check "
+                + SchemaRegistrySettings.URL,
+            SchemaRegistrySettings.URL);
+      }
+      if (!settings.missingIdCacheTtl().isZero()) {
+        missing.put(id, new Missing(e, clock.millis() + settings.missingIdCacheTtl().toMillis()));
+      }
+      throw e;
+    }
+    schemas.put(id, schema);
+    return schema;
+  }
+
+  private Schema fetch(int id) {
+    return schemaOf(id, call("GET", "/schemas/ids/" + id, null));
+  }
+
+  /**
+   * The schema in the body of an answer to {@code GET /schemas/ids/{id}}, as {@link #schemaById}
+   * reads it once the registry answered 200.
+   *
+   * @throws SchemaRegistryException if it holds no self-contained Avro schema
+   */
+  static Schema readSchemaAnswer(int id, String body) {
+    JsonNode answer;
+    try {
+      answer = JSON.readTree(body);
+    } catch (JsonProcessingException e) {
+      answer = null;
+    }
+    if (answer == null || answer.isMissingNode()) {
+      throw unusable("the answer to GET /schemas/ids/" + id + " is not JSON: " + abbreviate(body));
+    }
+    return schemaOf(id, answer);
+  }
+
+  private static Schema schemaOf(int id, JsonNode answer) {
+    if (!answer.isObject()) {
+      throw unusable(
+          "the answer to GET /schemas/ids/"
+              + id
+              + " holds no schema: "
+              + abbreviate(answer.toString()));
+    }
     String type = answer.path("schemaType").asText("AVRO");
     if (!type.equals("AVRO")) {
       throw unusable("schema id " + id + " is a " + type + " schema, not Avro");
@@ -220,25 +312,23 @@ public final class SchemaRegistryClient {
           "schema id "
               + id
               + " refers to other schemas ("
-              + answer.path("references")
+              + abbreviate(answer.path("references").toString())
               + "); register it self-contained, with the types it uses inlined");
     }
     JsonNode text = answer.path("schema");
     if (!text.isTextual()) {
       throw unusable("the answer to GET /schemas/ids/" + id + " holds no schema");
     }
-    Schema schema;
     try {
-      schema = new Schema.Parser().parse(text.asText());
-    } catch (SchemaParseException e) {
+      return new Schema.Parser().parse(text.asText());
+    } catch (RuntimeException | StackOverflowError e) {
+      // SchemaParseException, and whatever else Avro's parser throws on text it was not made for
       throw unusable("schema id " + id + " is not a valid Avro schema: " + e.getMessage());
     }
-    schemas.put(id, schema);
-    return schema;
   }
 
-  private SchemaRegistryException unusable(String what) {
-    return new SchemaRegistryException(what + " (schema registry " + urls() + ")", 200, 0);
+  private static SchemaRegistryException unusable(String what) {
+    return new SchemaRegistryException(what, 200, 0);
   }
 
   private static String body(String schema) {
@@ -248,7 +338,8 @@ public final class SchemaRegistryClient {
   private int id(JsonNode answer, String request) {
     JsonNode id = answer.path("id");
     if (!id.canConvertToInt()) {
-      throw unusable("the answer to " + request + " holds no schema id: " + answer);
+      throw unusable(
+          "the answer to " + request + " holds no schema id: " + abbreviate(answer.toString()));
     }
     return id.intValue();
   }
@@ -258,11 +349,14 @@ public final class SchemaRegistryClient {
   }
 
   /**
-   * Sends a request to each URL in turn until one answers with anything but a server error, and
-   * returns its JSON body.
+   * Sends a request to each URL in turn until one answers with anything but a server error,
+   * throttling (408, 429) or a refusal of sendcap's credentials (401, 403), and returns its JSON
+   * body. An answer is read up to {@link SchemaRegistrySettings#maxResponseBytes()}, and within
+   * {@link SchemaRegistrySettings#requestTimeout()} in all, its body included.
    */
   private JsonNode call(String method, String path, String body) {
     List<String> failures = new ArrayList<>();
+    String refused = null;
     for (URI base : settings.urls()) {
       String url = base.toString().replaceAll("/+$", "");
       HttpRequest.Builder request =
@@ -277,22 +371,18 @@ public final class SchemaRegistryClient {
             .header("Content-Type", CONTENT_TYPE)
             .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
       }
-      HttpResponse<String> response;
+      HttpResponse<LimitedBody.Body> response;
       try {
         requests.incrementAndGet();
-        response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        response = send(request.build());
       } catch (IOException e) {
         failures.add(url + ": " + describe(e));
         continue;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new InterruptException(e);
       }
       int status = response.statusCode();
+      LimitedBody.Body answer = response.body();
       if (status >= 200 && status < 300) {
-        try {
-          return JSON.readTree(response.body());
-        } catch (JsonProcessingException e) {
+        if (answer.truncated()) {
           throw new SchemaRegistryException(
               "the schema registry at "
                   + url
@@ -300,15 +390,43 @@ public final class SchemaRegistryClient {
                   + method
                   + " "
                   + path
-                  + " with a body that is not JSON: "
-                  + abbreviate(response.body()),
+                  + " with more than "
+                  + SchemaRegistrySettings.MAX_RESPONSE_BYTES
+                  + "="
+                  + settings.maxResponseBytes()
+                  + " bytes",
               status,
               0);
         }
+        try {
+          JsonNode json = JSON.readTree(answer.text());
+          if (json != null && !json.isMissingNode()) {
+            return json;
+          }
+        } catch (JsonProcessingException e) {
+          // reported below
+        }
+        throw new SchemaRegistryException(
+            "the schema registry at "
+                + url
+                + " answered "
+                + method
+                + " "
+                + path
+                + " with a body that is not JSON: "
+                + abbreviate(answer.text()),
+            status,
+            0);
       }
-      String error = error(response);
-      if (status >= 500) {
-        failures.add(url + ": answered " + status + " to " + method + " " + path + ": " + error);
+      String error = error(answer.text());
+      String failure = url + ": answered " + status + " to " + method + " " + path + ": " + error;
+      if (status >= 500 || status == 408 || status == 429) {
+        failures.add(failure);
+        continue;
+      }
+      if (status == 401 || status == 403) {
+        failures.add(failure);
+        refused = refused == null ? failure : refused;
         continue;
       }
       throw new SchemaRegistryException(
@@ -323,7 +441,18 @@ public final class SchemaRegistryClient {
               + ": "
               + error,
           status,
-          errorCode(response));
+          errorCode(status, answer.text()));
+    }
+    if (refused != null) {
+      throw new SchemaRegistryConfigurationException(
+          "the schema registry refuses sendcap ("
+              + refused
+              + "): check the credentials of "
+              + SchemaRegistrySettings.USER_INFO
+              + " (or the client certificate of "
+              + SchemaRegistrySettings.KEYSTORE_LOCATION
+              + ") and their rights in the registry",
+          SchemaRegistrySettings.USER_INFO);
     }
     LOG.debug("no schema registry URL answered: {}", failures);
     throw new SchemaRegistryUnavailableException(
@@ -334,33 +463,55 @@ public final class SchemaRegistryClient {
         null);
   }
 
-  /** The registry's {@code error_code} and {@code message}, or the start of a body without them. */
-  private static String error(HttpResponse<String> response) {
+  /** Sends a request and reads its answer, both within the request timeout. */
+  private HttpResponse<LimitedBody.Body> send(HttpRequest request) throws IOException {
+    CompletableFuture<HttpResponse<LimitedBody.Body>> answer =
+        http.sendAsync(request, info -> new LimitedBody(settings.maxResponseBytes()));
     try {
-      JsonNode body = JSON.readTree(response.body());
+      return answer.get(settings.requestTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      answer.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new InterruptException(e);
+    } catch (TimeoutException e) {
+      answer.cancel(true);
+      throw new HttpTimeoutException("no answer within the request timeout");
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof IOException io) {
+        throw io;
+      }
+      throw new IOException(e.getCause());
+    }
+  }
+
+  /** The registry's {@code error_code} and {@code message}, or the start of a body without them. */
+  static String error(String text) {
+    try {
+      JsonNode body = JSON.readTree(text);
       if (body != null && body.has("error_code")) {
         return "error_code "
-            + body.path("error_code").asText()
+            + abbreviate(body.path("error_code").asText())
             + ", "
-            + body.path("message").asText("(no message)");
+            + abbreviate(body.path("message").asText("(no message)"));
       }
     } catch (JsonProcessingException e) {
       // not the registry's error format
     }
-    String text = response.body() == null ? "" : response.body().strip();
-    return text.isEmpty() ? "(no body)" : abbreviate(text);
+    String stripped = text.strip();
+    return stripped.isEmpty() ? "(no body)" : abbreviate(stripped);
   }
 
-  private static int errorCode(HttpResponse<String> response) {
+  /** The registry's {@code error_code}, or the status when the body has none. */
+  static int errorCode(int status, String text) {
     try {
-      JsonNode body = JSON.readTree(response.body());
+      JsonNode body = JSON.readTree(text);
       if (body != null && body.path("error_code").canConvertToInt()) {
         return body.path("error_code").intValue();
       }
     } catch (JsonProcessingException e) {
       // not the registry's error format
     }
-    return response.statusCode();
+    return status;
   }
 
   private static String abbreviate(String text) {

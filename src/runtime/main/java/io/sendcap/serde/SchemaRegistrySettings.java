@@ -31,6 +31,10 @@ import org.apache.kafka.common.config.ConfigException;
  * @param autoRegister whether a serializer registers its schema under its subject ({@code true}),
  *     or requires it to be registered already ({@code false}, for registries that only their owners
  *     write to)
+ * @param maxResponseBytes the most bytes of an answer's body that are read; a longer schema answer
+ *     is a schema that cannot be read
+ * @param missingIdCacheTtl how long an id the registry does not know, or whose schema cannot be
+ *     read, is remembered as such; zero: not at all
  */
 public record SchemaRegistrySettings(
     List<URI> urls,
@@ -38,7 +42,9 @@ public record SchemaRegistrySettings(
     Optional<Store> truststore,
     Optional<Store> keystore,
     Duration requestTimeout,
-    boolean autoRegister) {
+    boolean autoRegister,
+    int maxResponseBytes,
+    Duration missingIdCacheTtl) {
 
   /** One or more comma-separated base URLs of the registry; required. */
   public static final String URL = "schema.registry.url";
@@ -67,6 +73,12 @@ public record SchemaRegistrySettings(
   /** Whether serializers register their schema ({@code true}, the default) or look it up. */
   public static final String AUTO_REGISTER = "auto.register.schemas";
 
+  /** The most bytes of a registry's answer that are read. */
+  public static final String MAX_RESPONSE_BYTES = "schema.registry.max.response.bytes";
+
+  /** How long an unknown or unreadable schema id is remembered, in milliseconds. */
+  public static final String MISSING_ID_CACHE_TTL = "schema.registry.missing.id.cache.ttl.ms";
+
   /** Every key read here. */
   public static final Set<String> KEYS =
       Set.of(
@@ -78,10 +90,27 @@ public record SchemaRegistrySettings(
           KEYSTORE_PASSWORD,
           KEY_PASSWORD,
           REQUEST_TIMEOUT,
-          AUTO_REGISTER);
+          AUTO_REGISTER,
+          MAX_RESPONSE_BYTES,
+          MISSING_ID_CACHE_TTL);
 
   /** The default of {@link #REQUEST_TIMEOUT}. */
   public static final int DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+
+  /** The default of {@link #MAX_RESPONSE_BYTES}: 4 MiB. */
+  public static final int DEFAULT_MAX_RESPONSE_BYTES = 4 << 20;
+
+  /** The least of {@link #MAX_RESPONSE_BYTES}. */
+  public static final int MIN_MAX_RESPONSE_BYTES = 1_024;
+
+  /** The greatest of {@link #MAX_RESPONSE_BYTES}: 256 MiB. */
+  public static final int MAX_MAX_RESPONSE_BYTES = 256 << 20;
+
+  /** The default of {@link #MISSING_ID_CACHE_TTL}: a minute. */
+  public static final int DEFAULT_MISSING_ID_CACHE_TTL_MS = 60_000;
+
+  /** The greatest of {@link #MISSING_ID_CACHE_TTL}: a day. */
+  public static final int MAX_MISSING_ID_CACHE_TTL_MS = 86_400_000;
 
   /**
    * A key store file and its passwords.
@@ -114,7 +143,9 @@ public record SchemaRegistrySettings(
         Optional.empty(),
         Optional.empty(),
         Duration.ofMillis(DEFAULT_REQUEST_TIMEOUT_MS),
-        true);
+        true,
+        DEFAULT_MAX_RESPONSE_BYTES,
+        Duration.ofMillis(DEFAULT_MISSING_ID_CACHE_TTL_MS));
   }
 
   /**
@@ -198,9 +229,60 @@ public record SchemaRegistrySettings(
         problems.add(invalid(AUTO_REGISTER, autoRegisterValue, "true or false"));
       }
     }
+    int maxResponseBytes =
+        integer(
+            configs,
+            MAX_RESPONSE_BYTES,
+            DEFAULT_MAX_RESPONSE_BYTES,
+            MIN_MAX_RESPONSE_BYTES,
+            MAX_MAX_RESPONSE_BYTES,
+            "",
+            problems);
+    int missingTtl =
+        integer(
+            configs,
+            MISSING_ID_CACHE_TTL,
+            DEFAULT_MISSING_ID_CACHE_TTL_MS,
+            0,
+            MAX_MISSING_ID_CACHE_TTL_MS,
+            " (not remembered)",
+            problems);
     return problems.isEmpty()
-        ? new SchemaRegistrySettings(urls, userInfo, truststore, keystore, timeout, autoRegister)
+        ? new SchemaRegistrySettings(
+            urls,
+            userInfo,
+            truststore,
+            keystore,
+            timeout,
+            autoRegister,
+            maxResponseBytes,
+            Duration.ofMillis(missingTtl))
         : null;
+  }
+
+  /** A whole number from {@code min} to {@code max}; its default when not set. */
+  private static int integer(
+      Map<String, ?> configs,
+      String key,
+      int defaultValue,
+      int min,
+      int max,
+      String minNote,
+      List<String> problems) {
+    String value = value(configs, key);
+    if (value == null) {
+      return defaultValue;
+    }
+    try {
+      int n = Integer.parseInt(value);
+      if (n >= min && n <= max) {
+        return n;
+      }
+    } catch (NumberFormatException e) {
+      // reported below
+    }
+    problems.add(invalid(key, value, "a whole number from " + min + minNote + " to " + max));
+    return defaultValue;
   }
 
   /** The trimmed value of a key; null when absent or blank. */
@@ -299,6 +381,10 @@ public record SchemaRegistrySettings(
         + requestTimeout.toMillis()
         + " ms, autoRegister="
         + autoRegister
-        + "]";
+        + ", maxResponseBytes="
+        + maxResponseBytes
+        + ", missingIdCacheTtl="
+        + missingIdCacheTtl.toMillis()
+        + " ms]";
   }
 }

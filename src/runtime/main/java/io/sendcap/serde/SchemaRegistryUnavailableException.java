@@ -8,9 +8,10 @@ import org.apache.kafka.common.KafkaException;
  *
  * <p>Unlike {@link SchemaRegistryException}, this says nothing about the record being read or
  * written: the same record succeeds once the registry is back. The message names every URL tried
- * and why each failed, never credentials.
+ * and why each failed, never credentials. A {@link SchemaRegistryConfigurationException} is one
+ * whose cause is a setting, not the registry's health.
  */
-public final class SchemaRegistryUnavailableException extends KafkaException {
+public class SchemaRegistryUnavailableException extends KafkaException {
   SchemaRegistryUnavailableException(String message, Throwable cause) {
     super(message, cause);
   }

@@ -9,6 +9,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.avro.AvroRuntimeException;
@@ -32,6 +33,8 @@ import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A Kafka serde for Avro records in Avro's single-object encoding: a two-byte marker, the 8-byte
@@ -44,6 +47,8 @@ import org.apache.kafka.common.serialization.Serializer;
  * @param <T> the generated record class
  */
 public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Serde<T> {
+  private static final Logger LOG = LoggerFactory.getLogger(SingleObjectAvroSerde.class);
+
   /** The marker and the fingerprint before the binary record. */
   private static final int HEADER_BYTES = 10;
 
@@ -70,10 +75,31 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
   private final Map<Long, Schema> writerSchemas = new ConcurrentHashMap<>();
 
   /**
+   * Every writer schema read, sendcap's own included, by fingerprint: each record is walked ({@link
+   * AvroLimits#check}) before Avro's {@link BinaryMessageDecoder} reads it, because that reads from
+   * a stream, which cannot tell a claimed length from the bytes left and would allocate a string of
+   * 2 GB that five bytes claim.
+   */
+  private final Map<Long, Schema> checked = new ConcurrentHashMap<>();
+
+  private final Map<Long, String> refused = new ConcurrentHashMap<>();
+  private volatile AvroLimits limits;
+
+  /**
    * Creates a serde of records of a class generated from {@code schemas/}; it also reads records
    * written with the earlier versions of the schema kept in {@code schemas/history}.
    */
   public SingleObjectAvroSerde(Class<T> type) {
+    this(type, AvroLimits.DEFAULT);
+  }
+
+  /**
+   * Creates a serde of records of a class generated from {@code schemas/} that reads writer schemas
+   * and records within {@code limits}; it also reads records written with the earlier versions of
+   * the schema kept in {@code schemas/history}.
+   */
+  public SingleObjectAvroSerde(Class<T> type, AvroLimits limits) {
+    this.limits = limits;
     trust(type);
     SpecificData model = SpecificData.getForClass(type);
     Schema schema = model.getSchema(type);
@@ -89,6 +115,7 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
             .putLong(SchemaNormalization.parsingFingerprint64(schema))
             .array();
     this.decoder = new BinaryMessageDecoder<>(model, schema);
+    checked.put(SchemaNormalization.parsingFingerprint64(schema), schema);
     for (int version = 1; ; version++) {
       String resource = "/schemas/history/" + schema.getName() + "-v" + version + ".avsc";
       try (InputStream in = SingleObjectAvroSerde.class.getResourceAsStream(resource)) {
@@ -160,8 +187,25 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
    * @param writerSchema a schema that producers may have written with
    */
   public void addWriterSchema(Schema writerSchema) {
+    long fingerprint = SchemaNormalization.parsingFingerprint64(writerSchema);
+    Optional<String> refusal = limits.refusal(writerSchema);
+    if (refusal.isPresent()) {
+      LOG.warn(
+          "records written with the version of {} of fingerprint {} go to the dead-letter topic: {}",
+          name,
+          Long.toHexString(fingerprint),
+          refusal.get());
+      refused.put(fingerprint, refusal.get());
+      return;
+    }
     decoder.addSchema(writerSchema);
-    writerSchemas.put(SchemaNormalization.parsingFingerprint64(writerSchema), writerSchema);
+    writerSchemas.put(fingerprint, writerSchema);
+    checked.put(fingerprint, writerSchema);
+  }
+
+  /** Reads writer schemas added from now on, and records, within {@code limits}. */
+  void limits(AvroLimits limits) {
+    this.limits = limits;
   }
 
   /** Encodes a record; a null record stays null. */
@@ -211,7 +255,7 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
         T record = ownReader.read(null, in);
         return new Decoded<>(
             record, in.isEnd() ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length) : null);
-      } catch (IOException | AvroRuntimeException e) {
+      } catch (IOException | RuntimeException e) {
         // decode says why, in the same words as for any other record
       }
     }
@@ -223,12 +267,26 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
     if (bytes == null) {
       return null;
     }
+    boolean marked = bytes.length >= HEADER_BYTES && bytes[0] == MARKER[0] && bytes[1] == MARKER[1];
+    long fingerprint =
+        marked ? ByteBuffer.wrap(bytes, 2, 8).order(ByteOrder.LITTLE_ENDIAN).getLong() : 0;
+    String refusal = marked ? refused.get(fingerprint) : null;
+    if (refusal != null) {
+      throw new UnreadableRecordException(
+          "a " + name + " written with a version of its schema sendcap does not read: " + refusal);
+    }
     try {
+      Schema writer = marked ? checked.get(fingerprint) : null;
+      if (writer != null) {
+        limits.check(writer, bytes, HEADER_BYTES, bytes.length - HEADER_BYTES);
+      }
       return decoder.decode(bytes);
     } catch (AvroTypeException e) {
       throw new UnreadableRecordException(
           "a " + name + " whose values sendcap's schema cannot hold: " + explain(bytes, e));
-    } catch (IOException | AvroRuntimeException e) {
+    } catch (IOException | RuntimeException e) {
+      // Avro's decoder throws more than its declared errors on some bytes (an
+      // UnsupportedOperationException for a string longer than a Java array): all are the data's.
       throw new UnreadableRecordException(
           "not a " + name + " in Avro single-object encoding: " + e.getMessage());
     }
@@ -255,7 +313,7 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
                   null,
                   DecoderFactory.get()
                       .binaryDecoder(bytes, HEADER_BYTES, bytes.length - HEADER_BYTES, null));
-    } catch (IOException | AvroRuntimeException unreadable) {
+    } catch (IOException | RuntimeException unreadable) {
       return e.getMessage();
     }
     for (Schema.Field field : schema.getFields()) {

@@ -12,7 +12,9 @@ import org.apache.kafka.common.serialization.Deserializer;
  * because the schema registry cannot be reached is tried again, on the same stream thread and with
  * backoff ({@link RegistryOutage}), until the registry answers. Its answer then decides: the send,
  * or a {@link SerializationException} for the dead-letter topic (an id the registry does not know,
- * a writer schema sendcap's cannot read).
+ * a writer schema sendcap's cannot read). A registry that refuses sendcap's credentials ({@code
+ * SchemaRegistryConfigurationException}, a kind of {@link SchemaRegistryUnavailableException}) is
+ * waited for the same way: the setting is wrong, not the record, and health says which to fix.
  *
  * <p>This is where a registry outage surfaces while records flow: the Confluent deserializer
  * fetches the writer schema of an id it has not seen yet. The serializers of the outputs never ask

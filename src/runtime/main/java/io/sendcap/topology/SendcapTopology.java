@@ -90,6 +90,7 @@ public final class SendcapTopology {
     Map<String, Object> props = new HashMap<>();
     config.streams().forEach((k, v) -> props.put(String.valueOf(k), v));
     props.putAll(config.schemaRegistry());
+    props.putAll(config.avroLimits().configs());
     Serde<ScheduledSend> sends = AvroSerdes.of(ScheduledSend.class, config.avroSerde(), props);
     if (sends instanceof SingleObjectAvroSerde<ScheduledSend> singleObject) {
       config.writerSchemas().forEach(singleObject::addWriterSchema);

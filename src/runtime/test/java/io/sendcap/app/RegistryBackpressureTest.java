@@ -7,12 +7,14 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sendcap.serde.SchemaRegistryClient;
 import io.sendcap.serde.SchemaRegistrySettings;
 import io.sendcap.serde.SchemaRegistryUnavailableException;
+import io.sendcap.testing.FakeSchemaRegistry;
 import io.sendcap.testing.TopicReader;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -60,6 +62,40 @@ class RegistryBackpressureTest {
 
     outage.await(cause, 1);
     assertThat(outages()).as("a new outage").isEqualTo(2.0);
+  }
+
+  @Test
+  void healthSaysWhichSettingToFixWhenTheRegistryRefusesSendcap() throws IOException {
+    try (FakeSchemaRegistry registry = new FakeSchemaRegistry()) {
+      registry.requireUserInfo("sendcap:right");
+      SchemaRegistryClient client =
+          new SchemaRegistryClient(
+              SchemaRegistrySettings.from(
+                  Map.of(
+                      SchemaRegistrySettings.URL,
+                      registry.url(),
+                      SchemaRegistrySettings.USER_INFO,
+                      "sendcap:wrong")));
+      SchemaRegistryUnavailableException refused =
+          (SchemaRegistryUnavailableException) catchThrowable(() -> client.schemaById(1));
+
+      outage.await(refused, 1);
+
+      assertThat(outage.health().orElseThrow())
+          .startsWith("a send waits: the schema registry refuses sendcap")
+          .contains("check the credentials of schema.registry.basic.auth.user.info")
+          .doesNotContain("wrong");
+      outage.answered();
+      assertThat(outage.health()).isEmpty();
+    }
+  }
+
+  @Test
+  void healthSaysHowLongAnOutageHasLasted() throws IOException {
+    outage.await(unreachable(), 1);
+
+    assertThat(outage.health().orElseThrow())
+        .startsWith("a send waits for the schema registry, unreachable for 0 s");
   }
 
   @Test

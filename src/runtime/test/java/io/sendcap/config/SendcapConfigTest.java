@@ -215,6 +215,20 @@ class SendcapConfigTest {
   }
 
   @Test
+  void theBoundsOfWriterSchemasAndSendsAreSettingsCheckedAtStartUp() {
+    Properties p = new Properties();
+    assertThat(SendcapConfig.from(p, "none").avroLimits())
+        .isEqualTo(new io.sendcap.serde.AvroLimits(1_048_576, 64));
+    p.setProperty("avro.max-depth", "0");
+    p.setProperty("avro.max-schema-bytes", "1GB");
+    assertThatThrownBy(() -> SendcapConfig.from(p, "app.properties"))
+        .isInstanceOf(InvalidConfigException.class)
+        .hasMessageContaining("avro.max-depth=\"0\" is invalid: a whole number from 1 to 1000")
+        .hasMessageContaining(
+            "avro.max-schema-bytes=\"1GB\" is invalid: a whole number from 1 to 67108864");
+  }
+
+  @Test
   void badValuesAreAllReportedNamingKeyValueAndWhatIsAllowed(@TempDir Path dir) throws IOException {
     Path other = dir.resolve("Other.avsc");
     Files.writeString(other, "{\"type\": \"record\", \"name\": \"Other\", \"fields\": []}");

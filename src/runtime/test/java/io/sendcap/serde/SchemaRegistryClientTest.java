@@ -188,7 +188,9 @@ class SchemaRegistryClientTest {
                 Optional.empty(),
                 Optional.empty(),
                 Duration.ofMillis(200),
-                true));
+                true,
+                SchemaRegistrySettings.DEFAULT_MAX_RESPONSE_BYTES,
+                Duration.ofMinutes(1)));
 
     assertThat(
             catchThrowableOfType(
@@ -227,14 +229,18 @@ class SchemaRegistryClientTest {
                     registry.url(),
                     "schema.registry.basic.auth.user.info",
                     "sendcap:not-" + PASSWORD)));
-    SchemaRegistryException refused =
+    SchemaRegistryConfigurationException refused =
         catchThrowableOfType(
-            SchemaRegistryException.class, () -> wrong.register("x-value", Delivery.SCHEMA$));
+            SchemaRegistryConfigurationException.class,
+            () -> wrong.register("x-value", Delivery.SCHEMA$));
     assertThat(refused)
         .hasMessage(
-            "the schema registry at "
+            "the schema registry refuses sendcap ("
                 + registry.url()
-                + " answered 401 to POST /subjects/x-value/versions: error_code 401, Unauthorized");
+                + ": answered 401 to POST /subjects/x-value/versions: error_code 401,"
+                + " Unauthorized): check the credentials of schema.registry.basic.auth.user.info"
+                + " (or the client certificate of schema.registry.ssl.keystore.location) and"
+                + " their rights in the registry");
   }
 
   @Test

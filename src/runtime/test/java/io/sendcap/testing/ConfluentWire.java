@@ -185,6 +185,46 @@ public final class ConfluentWire {
     return Schema.createRecord(s.getName(), s.getDoc(), s.getNamespace(), false, fields);
   }
 
+  /**
+   * ScheduledSend with one more field, {@code related}: an optional record {@code Related} whose
+   * field {@code next} is an optional {@code Related}, null by default. A BACKWARD-compatible
+   * change that makes the schema recursive.
+   */
+  public static Schema scheduledSendWithRelated() {
+    Schema related = Schema.createRecord("Related", null, "io.sendcap.avro", false);
+    related.setFields(
+        List.of(
+            new Schema.Field(
+                "next",
+                Schema.createUnion(Schema.create(Schema.Type.NULL), related),
+                null,
+                Schema.Field.NULL_DEFAULT_VALUE)));
+    List<Schema.Field> fields = new ArrayList<>();
+    for (Schema.Field f : ScheduledSend.SCHEMA$.getFields()) {
+      fields.add(new Schema.Field(f, f.schema()));
+    }
+    fields.add(
+        new Schema.Field(
+            "related",
+            Schema.createUnion(Schema.create(Schema.Type.NULL), related),
+            "Added by a newer campaign engine.",
+            Schema.Field.NULL_DEFAULT_VALUE));
+    Schema s = ScheduledSend.SCHEMA$;
+    return Schema.createRecord(s.getName(), s.getDoc(), s.getNamespace(), false, fields);
+  }
+
+  /**
+   * A send in the Confluent wire format under {@code id} of {@link #scheduledSendWithRelated()},
+   * its {@code related} field nested {@code depth} records deep; written byte by byte, as Avro's
+   * writer would overflow its stack at such depths.
+   */
+  public static byte[] frameNested(int id, ScheduledSend send, int depth) {
+    byte[] own = frame(id, send);
+    byte[] framed = java.util.Arrays.copyOf(own, own.length + depth + 1);
+    java.util.Arrays.fill(framed, own.length, own.length + depth, (byte) 2);
+    return framed;
+  }
+
   /** A record with {@code priority} set, of {@link #scheduledSendWithPriority()}. */
   public static GenericRecord withPriority(ScheduledSend send, Schema withPriority, int priority) {
     GenericRecord record = as(send, withPriority);

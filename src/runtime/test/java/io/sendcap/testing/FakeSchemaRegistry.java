@@ -65,6 +65,11 @@ public final class FakeSchemaRegistry implements AutoCloseable {
   private volatile Optional<String> requiredUserInfo = Optional.empty();
   private volatile boolean unavailable;
   private volatile long delayMs;
+  private volatile Canned canned;
+
+  /** An answer given to every request instead of the registry's own. */
+  private record Canned(int status, String contentType, byte[] body) {}
+
   private int nextId = FIRST_ID;
 
   /** Starts a registry serving its API at the root. */
@@ -119,6 +124,14 @@ public final class FakeSchemaRegistry implements AutoCloseable {
   /** Answers every request with 503 while {@code true}. */
   public void unavailable(boolean unavailable) {
     this.unavailable = unavailable;
+  }
+
+  /**
+   * Answers every request with this status and body from now on, as a registry behind a proxy, a
+   * gateway or a misconfigured path may; null restores the registry's own answers.
+   */
+  public void answerAll(int status, String contentType, byte[] body) {
+    this.canned = body == null ? null : new Canned(status, contentType, body);
   }
 
   /** Answers every request this much later. */
@@ -189,6 +202,15 @@ public final class FakeSchemaRegistry implements AutoCloseable {
       }
       if (unavailable) {
         error(exchange, 503, 50301, "Schema registry is unavailable");
+        return;
+      }
+      Canned answer = canned;
+      if (answer != null) {
+        exchange.getResponseHeaders().set("Content-Type", answer.contentType());
+        exchange.sendResponseHeaders(answer.status(), answer.body().length);
+        try (OutputStream out = exchange.getResponseBody()) {
+          out.write(answer.body());
+        }
         return;
       }
       if (requiredUserInfo.isPresent()
