@@ -12,21 +12,14 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaBuilder;
-import org.apache.avro.SchemaNormalization;
-import org.apache.avro.generic.GenericDatumWriter;
-import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.specific.SpecificDatumWriter;
@@ -34,7 +27,6 @@ import org.apache.kafka.common.errors.SerializationException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
  * Fuzzes both Avro framings that sendcap reads from the input topic, the Confluent wire format and
@@ -127,85 +119,6 @@ class AvroFramingFuzzTest {
 
   private static byte[] framed(int id, byte[] body) {
     return ByteBuffer.allocate(5 + body.length).put((byte) 0).putInt(id).put(body).array();
-  }
-
-  private static byte[] singleObject(Schema writer, byte[] body) {
-    return ByteBuffer.allocate(10 + body.length)
-        .order(ByteOrder.LITTLE_ENDIAN)
-        .put((byte) 0xC3)
-        .put((byte) 0x01)
-        .putLong(SchemaNormalization.parsingFingerprint64(writer))
-        .put(body)
-        .array();
-  }
-
-  private static byte[] concat(byte[] a, byte[] b) {
-    byte[] out = Arrays.copyOf(a, a.length + b.length);
-    System.arraycopy(b, 0, out, a.length, b.length);
-    return out;
-  }
-
-  /** Valid and interesting bodies: each writer schema's send, nested deep, with claimed lengths. */
-  private static Map<String, byte[]> bodies() throws IOException {
-    byte[] send = body(SEND);
-    Map<String, byte[]> bodies = new LinkedHashMap<>();
-    bodies.put("own", send);
-    GenericRecord withTags = ConfluentWire.as(SEND, evolved);
-    withTags.put("priority", 5);
-    withTags.put("tags", List.of("vip"));
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    BinaryEncoder encoder = EncoderFactory.get().binaryEncoder(out, null);
-    new GenericDatumWriter<GenericRecord>(evolved).write(withTags, encoder);
-    encoder.flush();
-    bodies.put("evolved", out.toByteArray());
-    byte[] deep = new byte[200_001];
-    Arrays.fill(deep, 0, 200_000, (byte) 2);
-    bodies.put("recursive-shallow", concat(send, new byte[] {2, 2, 2, 0}));
-    bodies.put("recursive-200000-deep", concat(send, deep));
-    bodies.put(
-        "evolved-claims-2e60-tags",
-        concat(send, concat(new byte[] {0}, ByteMutator.varint(1L << 60))));
-    bodies.put(
-        "own-claims-a-2e31-byte-message-id", concat(ByteMutator.varint(Integer.MAX_VALUE), send));
-    bodies.put("own-cut-short", Arrays.copyOf(send, send.length / 2));
-    return bodies;
-  }
-
-  /**
-   * Writes the corpus from {@link #bodies()} (run from the repository's root, as Surefire does):
-   * {@code mvn -pl src/runtime test -Dtest=AvroFramingFuzzTest#writeCorpus
-   * -Dfuzz.write-corpus=true}. Inputs a long run found go there beside them, named by what they
-   * are.
-   */
-  @Test
-  @EnabledIfSystemProperty(named = "fuzz.write-corpus", matches = "true")
-  void writeCorpus() throws IOException {
-    Path root = Path.of("src", "runtime", "test", "resources", "fuzz");
-    Path c = Files.createDirectories(root.resolve("confluent-avro"));
-    Path s = Files.createDirectories(root.resolve("single-object-avro"));
-    Map<String, Schema> writers =
-        Map.of(
-            "own",
-            ScheduledSend.SCHEMA$,
-            "evolved",
-            evolved,
-            "recursive",
-            ConfluentWire.scheduledSendWithRelated());
-    Map<String, Integer> idOf = Map.of("own", ids[0], "evolved", ids[1], "recursive", ids[2]);
-    for (Map.Entry<String, byte[]> b : bodies().entrySet()) {
-      String writer =
-          b.getKey()
-              .substring(
-                  0, b.getKey().indexOf('-') < 0 ? b.getKey().length() : b.getKey().indexOf('-'));
-      Files.write(c.resolve(b.getKey() + ".bin"), framed(idOf.get(writer), b.getValue()));
-      Files.write(s.resolve(b.getKey() + ".bin"), singleObject(writers.get(writer), b.getValue()));
-    }
-    Files.write(c.resolve("unknown-id.bin"), framed(4242, body(SEND)));
-    Files.write(c.resolve("header-only.bin"), new byte[] {0, 0, 0, 1, 1});
-    Files.write(
-        s.resolve("unknown-fingerprint.bin"),
-        singleObject(SchemaBuilder.builder().intType(), body(SEND)));
-    Files.write(s.resolve("marker-only.bin"), new byte[] {(byte) 0xC3, 1});
   }
 
   @Test
