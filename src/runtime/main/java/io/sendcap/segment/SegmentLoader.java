@@ -5,7 +5,9 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,20 +60,28 @@ public final class SegmentLoader {
 
     /** A store in {@code map}. */
     static ChunkStore of(Map<String, byte[]> map) {
+      return of(map::get, map::put, map::remove);
+    }
+
+    /**
+     * A store that reads with {@code get}, keeps with {@code put} and forgets with {@code delete}.
+     */
+    static ChunkStore of(
+        Function<String, byte[]> get, BiConsumer<String, byte[]> put, Consumer<String> delete) {
       return new ChunkStore() {
         @Override
         public byte[] get(String key) {
-          return map.get(key);
+          return get.apply(key);
         }
 
         @Override
         public void put(String key, byte[] chunk) {
-          map.put(key, chunk);
+          put.accept(key, chunk);
         }
 
         @Override
         public void delete(String key) {
-          map.remove(key);
+          delete.accept(key);
         }
       };
     }

@@ -53,23 +53,7 @@ final class SegmentStoreProcessor implements Processor<String, byte[], Void, Voi
   @Override
   public void init(ProcessorContext<Void, Void> context) {
     KeyValueStore<String, byte[]> store = context.getStateStore(storeName);
-    chunks =
-        new SegmentLoader.ChunkStore() {
-          @Override
-          public byte[] get(String key) {
-            return store.get(key);
-          }
-
-          @Override
-          public void put(String key, byte[] chunk) {
-            store.put(key, chunk);
-          }
-
-          @Override
-          public void delete(String key) {
-            store.delete(key);
-          }
-        };
+    chunks = SegmentLoader.ChunkStore.of(store::get, store::put, store::delete);
   }
 
   @Override

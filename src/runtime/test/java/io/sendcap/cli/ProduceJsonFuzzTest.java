@@ -1,10 +1,7 @@
 package io.sendcap.cli;
 
-import static org.assertj.core.api.Assertions.fail;
-
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.testing.ByteMutator;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -26,8 +23,6 @@ class ProduceJsonFuzzTest {
   private static final int ITERATIONS = ByteMutator.iterations(5_000);
   private static final long ALLOCATION_BOUND = 16L << 20;
   private static final Instant NOW = Instant.parse("2026-11-02T09:00:00Z");
-  private static final com.sun.management.ThreadMXBean THREADS =
-      (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
   @Test
   void theCorpusAndItsMutationsReadToASendOrTheirDeclaredError() {
@@ -44,18 +39,12 @@ class ProduceJsonFuzzTest {
 
   /** Reads an input; fails naming it unless it gives a send or a JsonMismatchException. */
   private static void reads(String which, byte[] input) {
-    String line = new String(input, StandardCharsets.UTF_8);
-    long before = THREADS.getCurrentThreadAllocatedBytes();
-    try {
-      AvroJson.read(line, ScheduledSend.class, NOW);
-    } catch (AvroJson.JsonMismatchException e) {
-      // the declared error
-    } catch (Throwable t) {
-      fail(which + " threw " + t + " on " + line, t);
-    }
-    long allocated = THREADS.getCurrentThreadAllocatedBytes() - before;
-    if (allocated > ALLOCATION_BOUND + 64L * input.length) {
-      fail(which + " allocated " + allocated + " bytes on " + ByteMutator.hex(input));
-    }
+    ByteMutator.returnsOrThrows(
+        which,
+        input,
+        AvroJson.JsonMismatchException.class,
+        ALLOCATION_BOUND,
+        64,
+        in -> AvroJson.read(new String(in, StandardCharsets.UTF_8), ScheduledSend.class, NOW));
   }
 }

@@ -1,9 +1,6 @@
 package io.sendcap.config;
 
-import static org.assertj.core.api.Assertions.fail;
-
 import io.sendcap.testing.ByteMutator;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
@@ -26,8 +23,6 @@ import org.junit.jupiter.api.Test;
 class PoliciesFuzzTest {
   private static final int ITERATIONS = ByteMutator.iterations(1_000);
   private static final long ALLOCATION_BOUND = 64L << 20;
-  private static final com.sun.management.ThreadMXBean THREADS =
-      (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
   private static final String[] VALUES = {
     "1d", "0", "-1", "2147483648", "99999999999999999999", "1e9", "3651d", "calendar-week", "[]",
     "{}", "null", "~", "''", "push", "PUSH", "token-bucket", "sliding-window", "Mars/Olympus",
@@ -116,17 +111,12 @@ class PoliciesFuzzTest {
 
   /** Parses an input; fails naming it unless it gives policies or an InvalidConfigException. */
   private static void parses(String which, byte[] input) {
-    long before = THREADS.getCurrentThreadAllocatedBytes();
-    try {
-      Policies.parse(new String(input, StandardCharsets.UTF_8), "fuzz");
-    } catch (InvalidConfigException e) {
-      // the declared error
-    } catch (Throwable t) {
-      fail(which + " threw " + t + " on " + new String(input, StandardCharsets.UTF_8), t);
-    }
-    long allocated = THREADS.getCurrentThreadAllocatedBytes() - before;
-    if (allocated > ALLOCATION_BOUND + 64L * input.length) {
-      fail(which + " allocated " + allocated + " bytes on " + ByteMutator.hex(input));
-    }
+    ByteMutator.returnsOrThrows(
+        which,
+        input,
+        InvalidConfigException.class,
+        ALLOCATION_BOUND,
+        64,
+        in -> Policies.parse(new String(in, StandardCharsets.UTF_8), "fuzz"));
   }
 }

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
 import io.sendcap.testing.ByteMutator;
-import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -33,8 +32,6 @@ import org.junit.jupiter.api.Test;
 class SegmentRecordsFuzzTest {
   private static final int ITERATIONS = ByteMutator.iterations(3_000);
   private static final long ALLOCATION_BOUND = 16L << 20;
-  private static final com.sun.management.ThreadMXBean THREADS =
-      (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
   private static UserIds ids(long... values) {
     UserIds set = new UserIds();
@@ -216,17 +213,7 @@ class SegmentRecordsFuzzTest {
 
   /** Parses an input; fails naming it unless it gives a value or an IllegalArgumentException. */
   private static void parses(String which, byte[] input, Function<byte[], ?> parse) {
-    long before = THREADS.getCurrentThreadAllocatedBytes();
-    try {
-      parse.apply(input);
-    } catch (IllegalArgumentException e) {
-      // the declared error
-    } catch (Throwable t) {
-      fail(which + " threw " + t + " on " + ByteMutator.hex(input), t);
-    }
-    long allocated = THREADS.getCurrentThreadAllocatedBytes() - before;
-    if (allocated > ALLOCATION_BOUND + 16L * input.length) {
-      fail(which + " allocated " + allocated + " bytes on " + ByteMutator.hex(input));
-    }
+    ByteMutator.returnsOrThrows(
+        which, input, IllegalArgumentException.class, ALLOCATION_BOUND, 16, parse::apply);
   }
 }

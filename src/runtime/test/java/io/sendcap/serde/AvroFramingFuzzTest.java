@@ -1,7 +1,6 @@
 package io.sendcap.serde;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.fail;
 
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.ScheduledSend;
@@ -10,7 +9,6 @@ import io.sendcap.testing.ConfluentWire;
 import io.sendcap.testing.FakeSchemaRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -45,8 +43,6 @@ class AvroFramingFuzzTest {
   private static final String TOPIC = "campaign-sends";
   private static final int ITERATIONS = ByteMutator.iterations(2_000);
   private static final long ALLOCATION_BOUND = 16L << 20;
-  private static final com.sun.management.ThreadMXBean THREADS =
-      (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
   private static final ScheduledSend SEND =
       ScheduledSend.newBuilder()
           .setMessageId("m-1")
@@ -180,17 +176,7 @@ class AvroFramingFuzzTest {
 
   /** Decodes an input; fails naming it unless it gives a send or a SerializationException. */
   private static void decodes(String which, byte[] input, Function<byte[], ?> decode) {
-    long before = THREADS.getCurrentThreadAllocatedBytes();
-    try {
-      decode.apply(input);
-    } catch (SerializationException e) {
-      // the declared error
-    } catch (Throwable t) {
-      fail(which + " threw " + t + " on " + ByteMutator.hex(input), t);
-    }
-    long allocated = THREADS.getCurrentThreadAllocatedBytes() - before;
-    if (allocated > ALLOCATION_BOUND + 16L * input.length) {
-      fail(which + " allocated " + allocated + " bytes on " + ByteMutator.hex(input));
-    }
+    ByteMutator.returnsOrThrows(
+        which, input, SerializationException.class, ALLOCATION_BOUND, 16, decode::apply);
   }
 }

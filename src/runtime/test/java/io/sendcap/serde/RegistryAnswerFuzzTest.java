@@ -1,9 +1,6 @@
 package io.sendcap.serde;
 
-import static org.assertj.core.api.Assertions.fail;
-
 import io.sendcap.testing.ByteMutator;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,8 +24,6 @@ import org.junit.jupiter.api.Test;
 class RegistryAnswerFuzzTest {
   private static final int ITERATIONS = ByteMutator.iterations(500);
   private static final long ALLOCATION_BOUND = 16L << 20;
-  private static final com.sun.management.ThreadMXBean THREADS =
-      (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
   /** Loads and initialises the classes of Avro's parser first, which the bound is not about. */
   @BeforeAll
@@ -60,22 +55,19 @@ class RegistryAnswerFuzzTest {
   }
 
   private static void reads(String which, byte[] input) {
-    String body = new String(input, StandardCharsets.UTF_8);
-    long before = THREADS.getCurrentThreadAllocatedBytes();
-    try {
-      SchemaRegistryClient.error(body);
-      SchemaRegistryClient.errorCode(404, body);
-      Schema schema = SchemaRegistryClient.readSchemaAnswer(7, body);
-      AvroLimits.DEFAULT.refusal(schema);
-      AvroLimits.needsCheck(schema);
-    } catch (SchemaRegistryException e) {
-      // the declared error: this schema cannot be read
-    } catch (Throwable t) {
-      fail(which + " threw " + t + " on " + ByteMutator.hex(input), t);
-    }
-    long allocated = THREADS.getCurrentThreadAllocatedBytes() - before;
-    if (allocated > ALLOCATION_BOUND + 64L * input.length) {
-      fail(which + " allocated " + allocated + " bytes on " + ByteMutator.hex(input));
-    }
+    ByteMutator.returnsOrThrows(
+        which,
+        input,
+        SchemaRegistryException.class,
+        ALLOCATION_BOUND,
+        64,
+        in -> {
+          String body = new String(in, StandardCharsets.UTF_8);
+          SchemaRegistryClient.error(body);
+          SchemaRegistryClient.errorCode(404, body);
+          Schema schema = SchemaRegistryClient.readSchemaAnswer(7, body);
+          AvroLimits.DEFAULT.refusal(schema);
+          AvroLimits.needsCheck(schema);
+        });
   }
 }

@@ -164,4 +164,41 @@ public final class ByteMutator {
     corpus.forEach(f -> seeds.add(read(f)));
     return seeds;
   }
+
+  /** A parser under test, given one input; it may throw anything, for the check to judge. */
+  @FunctionalInterface
+  public interface Parse {
+    /** Parses {@code input}. */
+    void apply(byte[] input) throws Exception;
+  }
+
+  private static final com.sun.management.ThreadMXBean THREADS =
+      (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+
+  /**
+   * The property every fuzz test checks on each input: {@code parse} returns or throws {@code
+   * declared}, never anything else, and allocates at most {@code bound} bytes plus {@code perByte}
+   * for each byte of the input; otherwise the test fails naming {@code which} (the seed, or the
+   * corpus file) and the input.
+   */
+  public static void returnsOrThrows(
+      String which,
+      byte[] input,
+      Class<? extends Throwable> declared,
+      long bound,
+      int perByte,
+      Parse parse) {
+    long before = THREADS.getCurrentThreadAllocatedBytes();
+    try {
+      parse.apply(input);
+    } catch (Throwable t) {
+      if (!declared.isInstance(t)) {
+        throw new AssertionError(which + " threw " + t + " on " + hex(input), t);
+      }
+    }
+    long allocated = THREADS.getCurrentThreadAllocatedBytes() - before;
+    if (allocated > bound + (long) perByte * input.length) {
+      throw new AssertionError(which + " allocated " + allocated + " bytes on " + hex(input));
+    }
+  }
 }
