@@ -191,8 +191,27 @@ public record SendcapConfig(
    * @param maxInFlight how many of a task's batches may be with Redis at once
    * @param maxPending the most sends a task holds unflushed while its batches in flight wait for
    *     Redis; at least {@code maxRecords}
+   * @param maxPendingBytes the most bytes of sends (values and headers, as read) a task holds
+   *     unflushed, as {@code maxPending} bounds them in sends; at least {@code cap.max-send-bytes},
+   *     so that one send always fits
    */
-  public record Batch(int maxRecords, Duration maxWait, int maxInFlight, int maxPending) {}
+  public record Batch(
+      int maxRecords, Duration maxWait, int maxInFlight, int maxPending, int maxPendingBytes) {
+    /**
+     * How many batches' worth a task holds unflushed: of sends under {@code
+     * batch.max.pending=auto}, of bytes always.
+     */
+    public static final int PENDING_BATCHES = 8;
+
+    /**
+     * A batch is flushed when its sends have this many bytes, as when it holds {@code maxRecords}
+     * sends: {@code maxPendingBytes} / {@link #PENDING_BATCHES}, so that large sends do not wait
+     * for {@code maxRecords} of them.
+     */
+    public long maxBatchBytes() {
+      return maxPendingBytes / PENDING_BATCHES;
+    }
+  }
 
   /** What a send is checked against when Redis cannot be reached. */
   public enum FailureMode {
@@ -365,12 +384,9 @@ public record SendcapConfig(
     }
     Mode mode = r.choice("cap.mode", Mode.class);
     int maxRecords = r.integer("batch.max.records");
-    Batch batch =
-        new Batch(
-            maxRecords,
-            r.duration("batch.max.wait.ms"),
-            r.integer("batch.max.in-flight"),
-            r.maxPending("batch.max.pending", maxRecords));
+    Duration maxWait = r.duration("batch.max.wait.ms");
+    int maxInFlight = r.integer("batch.max.in-flight");
+    int maxPending = r.maxPending("batch.max.pending", maxRecords);
     Path policies = Installation.resolve(Path.of(r.string("policies.file")));
     Duration segments = r.duration("segments.load.timeout.ms");
     int segmentsMaxBytes = r.integer("segments.max-bytes");
@@ -389,6 +405,13 @@ public record SendcapConfig(
     Properties streams = r.streams();
     r.withinTheTransaction(limiter.timeout(), streams);
     int maxSendBytes = r.maxSendBytes("cap.max-send-bytes", streams);
+    Batch batch =
+        new Batch(
+            maxRecords,
+            maxWait,
+            maxInFlight,
+            maxPending,
+            r.maxPendingBytes("batch.max.pending-bytes", maxSendBytes));
     r.problems.throwIfAny();
     // the settings line shows what references name as written, not what they hold
     r.effective.replaceAll(
@@ -444,10 +467,10 @@ public record SendcapConfig(
     private static final String AUTO = "auto";
     private static final int CLUSTER_KEY_BUCKETS = 32;
 
-    /** batch.max.pending=auto: this many batches' worth of sends. */
-    private static final int PENDING_BATCHES = 8;
-
     private static final int MAX_PENDING = 1_000_000;
+
+    /** batch.max.pending-bytes=auto: 64 MiB, or cap.max-send-bytes if that is more. */
+    private static final int PENDING_BYTES = 64 << 20;
 
     private final Properties props;
     private final Problems problems;
@@ -684,7 +707,7 @@ public record SendcapConfig(
     int maxPending(String key, int maxRecords) {
       String value = string(key);
       if (value.equals(AUTO)) {
-        return PENDING_BATCHES * maxRecords;
+        return Batch.PENDING_BATCHES * maxRecords;
       }
       try {
         int n = Integer.parseInt(value);
@@ -698,12 +721,43 @@ public record SendcapConfig(
           key,
           value,
           "auto ("
-              + PENDING_BATCHES
+              + Batch.PENDING_BATCHES
               + " times batch.max.records) or a whole number from batch.max.records ("
               + maxRecords
               + ") to "
               + MAX_PENDING);
-      return PENDING_BATCHES * maxRecords;
+      return Batch.PENDING_BATCHES * maxRecords;
+    }
+
+    /**
+     * {@code batch.max.pending-bytes}: auto or a whole number from {@code cap.max-send-bytes}, so
+     * that a task can always hold one send.
+     */
+    int maxPendingBytes(String key, int maxSendBytes) {
+      String value = string(key);
+      int auto = Math.max(PENDING_BYTES, maxSendBytes);
+      if (value.equals(AUTO)) {
+        return auto;
+      }
+      try {
+        int n = Integer.parseInt(value);
+        if (n >= maxSendBytes) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      problems.add(
+          key,
+          value,
+          "auto ("
+              + PENDING_BYTES
+              + ", or cap.max-send-bytes if more) or a whole number from cap.max-send-bytes ("
+              + maxSendBytes
+              + ") to "
+              + Integer.MAX_VALUE
+              + ", so that a task can hold one send");
+      return auto;
     }
 
     <E extends Enum<E>> E choice(String key, Class<E> type) {

@@ -400,7 +400,21 @@ public final class Settings {
                           + " bytes of heap for\n"
                           + "a record of 56 bytes (key and value, as in bench pipeline), and more"
                           + " for a larger one: its\n"
-                          + "bytes are kept, and the send decoded."))),
+                          + "bytes are kept, and the send decoded."),
+                  other(
+                      "batch.max.pending-bytes",
+                      "auto",
+                      "... and up to this many bytes of sends (values and headers, as read), where"
+                          + " the stream thread\n"
+                          + "waits for Redis as at batch.max.pending; a batch is also flushed once"
+                          + " its sends have an eighth\n"
+                          + "of this, so that large sends do not wait for batch.max.records of them."
+                          + " At least\n"
+                          + "cap.max-send-bytes, so that one send always fits; auto: 67108864 (64"
+                          + " MiB), or cap.max-send-bytes\n"
+                          + "if that is more. A task holds at most this plus one send unflushed,"
+                          + " and batch.max.in-flight\n"
+                          + "batches of about as much with Redis."))),
           new Section(
               "Serialization",
               List.of(

@@ -300,7 +300,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
     if (bytes != null && bytes.length > 1 && bytes[0] == (byte) 0xC3 && bytes[1] == (byte) 0x01) {
       return singleObject.decodeKeepingBody(bytes);
     }
-    return bytes == null ? null : new Decoded<>(decode(topic, bytes), null);
+    return bytes == null ? null : new Decoded<>(decode(topic, bytes), null, bytes.length);
   }
 
   private Decoded<T> decodeConfluent(String topic, byte[] bytes) {
@@ -337,9 +337,8 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
       T record = reader.reader().read(null, in);
       return new Decoded<>(
           record,
-          reader.own() && in.isEnd()
-              ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length)
-              : null);
+          reader.own() && in.isEnd() ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length) : null,
+          bytes.length);
     } catch (AvroTypeException e) {
       throw new UnreadableRecordException(
           "a "

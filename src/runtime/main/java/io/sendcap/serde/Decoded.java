@@ -8,5 +8,7 @@ package io.sendcap.serde;
  * @param record the record
  * @param body its binary body under the reader's schema, or null if it was written with another
  *     schema (another version of it, or one the registry resolves to it)
+ * @param bytes the length of the value it was read from, framing included: what holding the record
+ *     costs, known without encoding it again
  */
-public record Decoded<T>(T record, byte[] body) {}
+public record Decoded<T>(T record, byte[] body, int bytes) {}

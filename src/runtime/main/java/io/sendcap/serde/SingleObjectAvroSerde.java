@@ -254,12 +254,14 @@ public final class SingleObjectAvroSerde<T extends SpecificRecord> implements Se
       try {
         T record = ownReader.read(null, in);
         return new Decoded<>(
-            record, in.isEnd() ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length) : null);
+            record,
+            in.isEnd() ? Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length) : null,
+            bytes.length);
       } catch (IOException | RuntimeException e) {
         // decode says why, in the same words as for any other record
       }
     }
-    return new Decoded<>(decode(bytes), null);
+    return new Decoded<>(decode(bytes), null, bytes.length);
   }
 
   /** Decodes a record; null bytes stay null. */

@@ -35,6 +35,7 @@ import java.util.function.Supplier;
 import org.apache.avro.specific.SpecificRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.streams.processor.Cancellable;
@@ -59,12 +60,14 @@ import org.slf4j.LoggerFactory;
  * offset: after a crash or a rebalance the task (on this or another instance) reads that stretch of
  * its input again ({@link InputReplay}) and decides the sends then. A batch is flushed when it
  * holds {@code batch.max.records} sends, and by a wall-clock punctuator once its oldest send has
- * waited {@code batch.max.wait.ms}; its decisions are forwarded by the next flush, or by the
- * punctuator once they have arrived, so that the thread reads on while Redis decides. When the task
- * already has {@code batch.max.in-flight} batches with Redis, a flush waits until Redis has
- * answered the oldest: the task holds the sends that arrive meanwhile, up to {@code
- * batch.max.pending}, and its next batch takes them all. Deciding a send twice is harmless: the
- * limiter is idempotent by message id.
+ * waited {@code batch.max.wait.ms}, or when its sends' bytes reach an eighth of {@code
+ * batch.max.pending-bytes}; its decisions are forwarded by the next flush, or by the punctuator
+ * once they have arrived, so that the thread reads on while Redis decides. When the task already
+ * has {@code batch.max.in-flight} batches with Redis, a flush waits until Redis has answered the
+ * oldest: the task holds the sends that arrive meanwhile, up to {@code batch.max.pending} of them
+ * and {@code batch.max.pending-bytes} of their bytes (values and headers as read, so a send is
+ * never encoded to be measured), and its next batch takes them all. Deciding a send twice is
+ * harmless: the limiter is idempotent by message id.
  *
  * <p>Each batch is decided under one version of the policies, the newest when it is flushed, even
  * if another arrives while it is in flight. Under {@code cap.mode=shadow} a capped send is
@@ -110,8 +113,8 @@ final class CapProcessor
   /**
    * A send in hand: its input record's key, timestamp and headers, its segment, the send and, when
    * it was read in sendcap's own schema, its Avro body, which the outputs copy instead of encoding
-   * the send again; and the task's stream time when it was processed (see {@link
-   * PendingBuffer.Mark}).
+   * the send again; the task's stream time when it was processed (see {@link PendingBuffer.Mark});
+   * and its bytes as read, value and headers, which {@code batch.max.pending-bytes} bounds.
    */
   private record Held(
       byte[] key,
@@ -121,6 +124,7 @@ final class CapProcessor
       byte[] body,
       Header[] headers,
       long streamTime,
+      int size,
       long scheduledAt,
       Channel channel,
       boolean transactional) {
@@ -137,7 +141,8 @@ final class CapProcessor
         ScheduledSend send,
         byte[] body,
         Header[] headers,
-        long streamTime) {
+        long streamTime,
+        int size) {
       this(
           key,
           timestamp,
@@ -146,12 +151,17 @@ final class CapProcessor
           body,
           headers,
           streamTime,
+          size,
           send.getScheduledAt().toEpochMilli(),
           send.getChannel(),
           send.getTransactional());
     }
 
-    /** A send an earlier version kept in the buffer, with the headers it kept. */
+    /**
+     * A send an earlier version kept in the buffer, with the headers it kept. Its bytes as read are
+     * not known, and it counts for none: such sends are read once, at start-up, as many as that
+     * version held.
+     */
     static Held earlier(PendingSend entry) {
       List<PendingHeader> kept = entry.getHeaders();
       Header[] headers = new Header[kept.size()];
@@ -167,11 +177,21 @@ final class CapProcessor
           entry.getSend(),
           null,
           headers,
-          Long.MIN_VALUE);
+          Long.MIN_VALUE,
+          0);
     }
   }
 
   private ByOffset<Held> pending = new ByOffset<>();
+
+  /** The bytes of the pending sends, as read (see {@link Held#size()}). */
+  private long pendingBytes;
+
+  /** {@code batch.max.pending-bytes}. */
+  private final long maxPendingBytes;
+
+  /** The pending bytes at which a batch is flushed (see {@link SendcapConfig.Batch}). */
+  private final long maxBatchBytes;
 
   /** The earliest {@code scheduledAt} of the pending sends, ms; {@code Long.MAX_VALUE} if none. */
   private long earliestPending = Long.MAX_VALUE;
@@ -234,6 +254,8 @@ final class CapProcessor
             config.maxSkew(), config.limiter().clock() == SendcapConfig.Clock.EVENT, wallClock);
     this.meters = new DecisionMeters(metrics);
     this.deadLetters = DeadLetterMeters.counter(metrics, "redis-key");
+    this.maxPendingBytes = config.batch().maxPendingBytes();
+    this.maxBatchBytes = config.batch().maxBatchBytes();
   }
 
   @Override
@@ -250,11 +272,12 @@ final class CapProcessor
     // a batch's room from the start: a task that grew its first batch would take a branch that the
     // compiled code of running tasks has never seen, and have it compiled again
     pending = new ByOffset<>(config.batch().maxRecords());
+    pendingBytes = 0;
     earliestPending = Long.MAX_VALUE;
     TreeMap<Long, PendingSend> earlier = buffer.restoreEarlier();
     earlier.forEach((offset, entry) -> hold(offset, Held.earlier(entry)));
     earlierUntil = earlier.isEmpty() ? -1 : earlier.lastKey();
-    undecided.add(earlier.size());
+    undecided.add(earlier.size(), pendingBytes);
     if (!earlier.isEmpty()) {
       LOG.info(
           "task {}: {} sends restored from an earlier version's buffer to decide",
@@ -289,29 +312,29 @@ final class CapProcessor
     if (pending.isEmpty()) {
       oldestPendingSince = context.currentSystemTimeMs();
     }
-    hold(
-        offset,
-        held(record.key(), record.timestamp(), read, record.headers().toArray(), streamTime));
-    undecided.add(1);
+    Held held = held(record.key(), record.timestamp(), read, record.headers(), streamTime);
+    hold(offset, held);
+    undecided.add(1, held.size());
     mark();
     if (undecided.draining()) {
       flush();
       completeAll();
-    } else if (pending.size() >= config.batch().maxRecords() && mayFlush()) {
+    } else if ((pending.size() >= config.batch().maxRecords() || pendingBytes >= maxBatchBytes)
+        && mayFlush()) {
       flush();
     }
   }
 
   /**
    * Whether a flush now goes to Redis without waiting for it: the batches in flight it would
-   * forward first have their decisions, or the task holds {@code batch.max.pending} sends, past
-   * which it waits rather than hold more. Until then the thread reads on (this task's sends and
-   * other tasks'), and the next batch is the larger: Kafka Streams hands one task hundreds of
-   * records in a row, and a flush that waited at each {@code batch.max.records} would keep the
-   * thread idle while Redis decides.
+   * forward first have their decisions, or the task holds {@code batch.max.pending} sends or {@code
+   * batch.max.pending-bytes} of them, past which it waits rather than hold more. Until then the
+   * thread reads on (this task's sends and other tasks'), and the next batch is the larger: Kafka
+   * Streams hands one task hundreds of records in a row, and a flush that waited at each {@code
+   * batch.max.records} would keep the thread idle while Redis decides.
    */
   private boolean mayFlush() {
-    if (pending.size() >= config.batch().maxPending()) {
+    if (pending.size() >= config.batch().maxPending() || pendingBytes >= maxPendingBytes) {
       return true;
     }
     int forwardedFirst = inFlight.size() - keptInFlight(rules());
@@ -338,21 +361,24 @@ final class CapProcessor
   }
 
   private Held held(
-      byte[] key, long timestamp, Decoded<ScheduledSend> read, Header[] headers, long streamTime) {
+      byte[] key, long timestamp, Decoded<ScheduledSend> read, Headers headers, long streamTime) {
     ScheduledSend send = read.record();
     String segment = segments.segmentOf(send.getUserId());
+    Header[] kept = headers.toArray();
     return new Held(
         key,
         timestamp,
         segment == null ? Policy.DEFAULT : segment,
         send,
         read.body(),
-        headers,
-        streamTime);
+        kept,
+        streamTime,
+        read.bytes() + SizeCheckingDeserializer.size(kept));
   }
 
   private void hold(long offset, Held send) {
     pending.put(offset, send);
+    pendingBytes += send.size();
     earliestPending = Math.min(earliestPending, send.scheduledAt());
   }
 
@@ -364,6 +390,7 @@ final class CapProcessor
    */
   private void readAgain(PendingBuffer.Mark mark) {
     int before = pending.size();
+    long bytesBefore = pendingBytes;
     long[] streamTime = {notAhead(mark.streamTime())};
     try {
       replay.read(
@@ -382,13 +409,11 @@ final class CapProcessor
               return;
             }
             streamTime[0] = then;
-            hold(
-                r.offset(),
-                held(r.key(), r.timestamp(), r.value(), r.headers().toArray(), streamTime[0]));
+            hold(r.offset(), held(r.key(), r.timestamp(), r.value(), r.headers(), streamTime[0]));
           });
     } finally {
       // counted as they are held, so that a task whose read fails halfway accounts for them
-      undecided.add(pending.size() - before);
+      undecided.add(pending.size() - before, pendingBytes - bytesBefore);
       this.streamTime = streamTime[0];
     }
     LOG.info(
@@ -476,10 +501,11 @@ final class CapProcessor
   /**
    * A batch submitted to the cap store whose decisions have not been forwarded yet; the mark still
    * covers its sends. {@code asked} holds the input offsets of {@code requests}, in the same order,
-   * which is the order of {@code sends}.
+   * which is the order of {@code sends}; {@code bytes} is what its sends had as read.
    */
   private record InFlight(
       ByOffset<Held> sends,
+      long bytes,
       Rules rules,
       BatchTokens tokens,
       List<Long> asked,
@@ -508,6 +534,7 @@ final class CapProcessor
     }
     long now = wallClock.millis();
     ByOffset<Held> sends = pending;
+    long bytes = pendingBytes;
     long floor = timeFloor(now);
     long earliest = earliestPending;
     // room for as many sends as this batch holds, a batch's at least: under load the next batch is
@@ -516,6 +543,7 @@ final class CapProcessor
         new ByOffset<>(
             Math.min(
                 config.batch().maxPending(), Math.max(config.batch().maxRecords(), sends.size())));
+    pendingBytes = 0;
     earliestPending = Long.MAX_VALUE;
     meters.batch(sends.size());
     Deadline deadline = Deadline.in(config.limiter().timeout());
@@ -535,6 +563,7 @@ final class CapProcessor
       inFlight.addLast(
           new InFlight(
               sends,
+              bytes,
               batchRules,
               BatchTokens.none(),
               List.of(),
@@ -559,6 +588,7 @@ final class CapProcessor
     inFlight.addLast(
         new InFlight(
             sends,
+            bytes,
             batchRules,
             tokens,
             asked,
@@ -850,7 +880,7 @@ final class CapProcessor
       }
       emit(p, out);
     }
-    undecided.remove(batch.sends().size());
+    undecided.remove(batch.sends().size(), batch.bytes());
     if (earlierUntil >= 0 && (pending.isEmpty() || pending.offset(0) > earlierUntil)) {
       buffer.dropEarlier();
       earlierUntil = -1;
@@ -965,12 +995,15 @@ final class CapProcessor
       punctuator = null;
     }
     int held = pending.size();
+    long bytes = pendingBytes;
     for (InFlight batch : inFlight) {
       held += batch.sends().size();
+      bytes += batch.bytes();
       batch.tokens().forfeit();
     }
-    undecided.remove(held);
+    undecided.remove(held, bytes);
     pending = new ByOffset<>();
+    pendingBytes = 0;
     inFlight.clear();
     if (capStore != null) {
       capStore.close();

@@ -193,7 +193,7 @@ public final class SendcapTopology {
     Deserializer<ScheduledSend> plain = sends.deserializer();
     return (topic, bytes) -> {
       ScheduledSend send = plain.deserialize(topic, bytes);
-      return send == null ? null : new Decoded<>(send, null);
+      return send == null ? null : new Decoded<>(send, null, bytes == null ? 0 : bytes.length);
     };
   }
 

@@ -75,9 +75,25 @@ final class SizeCheckingDeserializer<T> implements Deserializer<T> {
   static long size(Headers headers) {
     long bytes = 0;
     for (Header h : headers) {
-      bytes += h.key().length() + (h.value() == null ? 0 : h.value().length);
+      bytes += size(h);
     }
     return bytes;
+  }
+
+  /**
+   * The bytes of the headers' keys (as characters) and values, as {@link #size(Headers)} counts
+   * them; within {@code cap.max-send-bytes}, so an int.
+   */
+  static int size(Header[] headers) {
+    int bytes = 0;
+    for (Header h : headers) {
+      bytes += size(h);
+    }
+    return bytes;
+  }
+
+  private static int size(Header h) {
+    return h.key().length() + (h.value() == null ? 0 : h.value().length);
   }
 
   @Override

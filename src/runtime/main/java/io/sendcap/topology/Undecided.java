@@ -5,9 +5,9 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 
 /**
- * The sends this instance has read and not decided yet (gauge {@code sendcap.sends.undecided}), and
- * the switch that makes its tasks decide them at once before a clean shutdown ({@link
- * #startDraining()}).
+ * The sends this instance has read and not decided yet (gauges {@code sendcap.sends.undecided} and
+ * {@code sendcap.sends.undecided.bytes}, their values and headers as read), and the switch that
+ * makes its tasks decide them at once before a clean shutdown ({@link #startDraining()}).
  *
  * <p>Undecided sends are never lost: they sit in each task's changelogged buffer and are decided by
  * whichever instance runs the task next. Draining them before a shutdown spares that instance the
@@ -18,12 +18,17 @@ public final class Undecided {
   public static final Duration TICK = Duration.ofMillis(100);
 
   private long count;
+  private long bytes;
   private volatile boolean draining;
 
   /** Counts the undecided sends in {@code metrics}. */
   public Undecided(MeterRegistry metrics) {
     Gauge.builder("sendcap.sends.undecided", this, Undecided::count)
         .description("Sends read and not yet decided, buffered in the tasks of this instance")
+        .register(metrics);
+    Gauge.builder("sendcap.sends.undecided.bytes", this, Undecided::bytes)
+        .description("Bytes of the undecided sends (values and headers, as read)")
+        .baseUnit("bytes")
         .register(metrics);
   }
 
@@ -32,12 +37,19 @@ public final class Undecided {
     return count;
   }
 
-  synchronized void add(int sends) {
-    count += sends;
+  /** The bytes of the sends held undecided now: their values and headers, as read. */
+  public synchronized long bytes() {
+    return bytes;
   }
 
-  synchronized void remove(int sends) {
+  synchronized void add(int sends, long bytes) {
+    count += sends;
+    this.bytes += bytes;
+  }
+
+  synchronized void remove(int sends, long bytes) {
     count -= sends;
+    this.bytes -= bytes;
     if (count <= 0) {
       notifyAll();
     }

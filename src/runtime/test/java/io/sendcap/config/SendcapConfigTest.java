@@ -185,7 +185,7 @@ class SendcapConfigTest {
         .isEqualTo(new SendcapConfig.Liveness(5, Duration.ofMinutes(10)));
     assertThat(defaults.streams().getProperty("processing.guarantee")).isEqualTo("exactly_once_v2");
     assertThat(defaults.batch())
-        .isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50), 1, 4000));
+        .isEqualTo(new SendcapConfig.Batch(500, Duration.ofMillis(50), 1, 4000, 64 << 20));
     assertThat(defaults.limiter().failureMode()).isEqualTo(SendcapConfig.FailureMode.BLOCK);
   }
 
@@ -212,6 +212,27 @@ class SendcapConfigTest {
         .hasMessageContaining(
             "batch.max.pending=\"299\" is invalid: auto (8 times batch.max.records) or a whole"
                 + " number from batch.max.records (300) to 1000000");
+  }
+
+  @Test
+  void aTaskHoldsAtLeastOneSendsBytesAndAsManyAsTheLargestSendAllowsByDefault() {
+    Properties p = new Properties();
+    p.setProperty("cap.max-send-bytes", "100000");
+    p.setProperty("batch.max.pending-bytes", "100000");
+    assertThat(SendcapConfig.from(p, "none").batch().maxBatchBytes()).isEqualTo(12500);
+    p.setProperty("batch.max.pending-bytes", "99999");
+    assertThatThrownBy(() -> SendcapConfig.from(p, "app.properties"))
+        .isInstanceOf(InvalidConfigException.class)
+        .hasMessageContaining(
+            "batch.max.pending-bytes=\"99999\" is invalid: auto (67108864, or cap.max-send-bytes if"
+                + " more) or a whole number from cap.max-send-bytes (100000) to 2147483647, so that"
+                + " a task can hold one send");
+    Properties large = new Properties();
+    large.setProperty("producer.max.request.size", String.valueOf(100 << 20));
+    assertThat(SendcapConfig.from(large, "none").batch().maxPendingBytes())
+        .as("auto: cap.max-send-bytes, raised past 64 MiB with the producer's limit")
+        .isEqualTo(SendcapConfig.from(large, "none").maxSendBytes())
+        .isGreaterThan(64 << 20);
   }
 
   @Test

@@ -181,7 +181,7 @@ class CapProcessorReviveTest {
           new Replayed(
               offset,
               new byte[] {(byte) offset},
-              new Decoded<>(send, null),
+              new Decoded<>(send, null, 0),
               at.toEpochMilli(),
               new RecordHeaders()));
       long streamTime =
@@ -193,7 +193,8 @@ class CapProcessorReviveTest {
       context.setCurrentStreamTimeMs(streamTime);
       committed = offset + 1; // a commit may come after any record
       processor.process(
-          new Record<>(new byte[] {(byte) offset}, new Decoded<>(send, null), at.toEpochMilli()));
+          new Record<>(
+              new byte[] {(byte) offset}, new Decoded<>(send, null, 0), at.toEpochMilli()));
     }
   }
 
@@ -213,7 +214,7 @@ class CapProcessorReviveTest {
     context.setRecordMetadata("campaign-sends", 0, offset);
     context.setCurrentStreamTimeMs(T0.toEpochMilli());
     processor.process(
-        new Record<>(new byte[] {(byte) offset}, new Decoded<>(send, null), T0.toEpochMilli()));
+        new Record<>(new byte[] {(byte) offset}, new Decoded<>(send, null, 0), T0.toEpochMilli()));
   }
 
   private static List<String> decided(MockProcessorContext<byte[], OutputRecord> context) {
@@ -662,7 +663,7 @@ class CapProcessorReviveTest {
             new Replayed(
                 offset,
                 null,
-                new Decoded<>(send(offset, T0), null),
+                new Decoded<>(send(offset, T0), null, 0),
                 T0.toEpochMilli(),
                 new RecordHeaders()));
       }

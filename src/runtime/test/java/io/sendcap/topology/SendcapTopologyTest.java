@@ -717,6 +717,71 @@ class SendcapTopologyTest {
     assertThat(undecided.count()).isZero();
   }
 
+  /**
+   * batch.max.pending-bytes bounds what a task holds unflushed as batch.max.pending does in sends:
+   * a batch of large sends is flushed once it holds an eighth of the bound, long before
+   * batch.max.records, and while Redis has not answered the batch in flight the task holds sends up
+   * to the bound, then waits for that batch.
+   */
+  @Test
+  void largeSendsAreFlushedByTheirBytesAndATaskHoldsNoMoreThanBatchMaxPendingBytesUnflushed() {
+    int size = sends.encode(large(100)).length;
+    int bound = 10 * size;
+    CapStore slow =
+        new CapStore() {
+          @Override
+          public Pending submit(List<CapRequest> requests) {
+            Pending decided = model.submit(requests);
+            return new Pending() {
+              @Override
+              public List<Decision> await() {
+                return decided.await();
+              }
+
+              @Override
+              public boolean ready() {
+                return false; // Redis has not answered yet: only a task that must wait waits
+              }
+            };
+          }
+
+          @Override
+          public void close() {}
+        };
+    Properties extra = new Properties();
+    extra.setProperty("batch.max.pending", "100000");
+    extra.setProperty("cap.max-send-bytes", String.valueOf(2 * size));
+    extra.setProperty("batch.max.pending-bytes", String.valueOf(bound));
+    start(1000, extra, () -> slow, Backpressure.NONE);
+
+    List<Integer> decided = new ArrayList<>();
+    long mostHeld = 0;
+    int forwarded = 0;
+    for (int i = 1; i <= 22; i++) {
+      pipe(large(100 + i));
+      forwarded += delivered.readValuesToList().size();
+      decided.add(forwarded);
+      long held = (long) metrics.get("sendcap.sends.undecided.bytes").gauge().value();
+      assertThat(held).as("after send %d", i).isEqualTo((long) (i - forwarded) * size);
+      mostHeld = Math.max(mostHeld, held);
+    }
+    // 2 sends (an eighth of the bound) flushed; 10 more held (the bound), so the first 2 forwarded
+    // and the 10 flushed; 10 more, so those 10 forwarded
+    assertThat(decided.subList(0, 11)).containsOnly(0);
+    assertThat(decided.subList(11, 21)).containsOnly(2);
+    assertThat(decided.get(21)).isEqualTo(12);
+    assertThat(mostHeld)
+        .as("less than the bound and one send unflushed, and as much in its one batch in flight")
+        .isLessThan(2L * (bound + size));
+  }
+
+  /** A send of a user of its own whose encoding is about 4 KB, the same size for each {@code n}. */
+  private static ScheduledSend large(int n) {
+    ScheduledSend s = send("m" + n, n, Duration.ZERO);
+    s.setAttributes(Map.of("body", "x".repeat(4000)));
+    return s;
+  }
+
   @Test
   void aFullGlobalCapSuppressesUntilItsWindowEndsAndSendsCappedPerUserConsumeNone() {
     start(1);
