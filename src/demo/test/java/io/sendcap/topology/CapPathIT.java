@@ -22,6 +22,7 @@ import io.sendcap.segment.SegmentRegistry;
 import io.sendcap.topology.Scenario.Input;
 import io.sendcap.topology.Scenario.User;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
@@ -243,7 +244,13 @@ class CapPathIT {
     SegmentRegistry registry = new SegmentRegistry(policies.segmentNames());
     SimpleMeterRegistry metrics = new SimpleMeterRegistry();
     Undecided undecided = new Undecided(metrics);
-    InstantSource clock = InstantSource.fixed(T0);
+    // The instance's clock is never before the records it reads were produced (producers stamp
+    // the time they produce): at the newest record's timestamp, no admissible send lies ahead of
+    // it by more than the skew, which the validator refuses (the rules of these properties).
+    InstantSource clock =
+        InstantSource.fixed(
+            Instant.ofEpochMilli(
+                s.inputs().stream().mapToLong(Scenario.Input::recordTs).max().orElse(0)));
     try (GlobalQuotas quotas =
             new GlobalQuotas(
                 connector.openQuotas(),
