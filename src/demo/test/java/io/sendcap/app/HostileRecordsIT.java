@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.sendcap.app.HostileBlast.Input;
 import io.sendcap.avro.Channel;
 import io.sendcap.avro.Delivery;
 import io.sendcap.avro.ScheduledSend;
 import io.sendcap.avro.Suppression;
-import io.sendcap.config.Policies;
 import io.sendcap.config.PolicyRecords;
 import io.sendcap.embedded.EmbeddedRedis;
 import io.sendcap.embedded.EmbeddedRegistry;
@@ -22,7 +22,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,23 +29,17 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
 import java.util.stream.Collectors;
-import org.apache.avro.Schema;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -72,17 +65,7 @@ class HostileRecordsIT {
   private static final String EXCEPTION = "__streams.errors.exception";
   private static final String OFFSET = "__streams.errors.offset";
   private static final String USER_INFO = "schema.registry.basic.auth.user.info";
-  private static final int USERS = 300;
   private static final long FOREIGN_USER = 150;
-  private static final int UNKNOWN_ID = 999_999;
-
-  /** The exception each dead-letter reason names in {@code __streams.errors.exception}. */
-  private static final Map<String, String> EXCEPTIONS =
-      Map.of(
-          "unreadable", "io.sendcap.serde.UnreadableRecordException",
-          "too-large", "io.sendcap.topology.SendTooLargeException",
-          "invalid", "io.sendcap.topology.InvalidSendException",
-          "redis-key", "io.sendcap.topology.InvalidSendException");
 
   private static final HttpClient HTTP =
       HttpClient.newBuilder().proxy(HttpClient.Builder.NO_PROXY).build();
@@ -231,250 +214,6 @@ class HostileRecordsIT {
     }
   }
 
-  /**
-   * One record of a hostile blast: an ordinary send ({@code send} set, {@code label} its message
-   * id), or a bad record ({@code label} naming it) with the dead-letter reason counted for it, what
-   * its {@code __streams.errors.message} header must hold and the exception its {@code
-   * __streams.errors.exception} header names.
-   */
-  private record Input(
-      ProducerRecord<byte[], byte[]> record,
-      String label,
-      ScheduledSend send,
-      String counted,
-      String reason,
-      String exception) {
-    static Input ordinary(ProducerRecord<byte[], byte[]> record, ScheduledSend send) {
-      return new Input(record, send.getMessageId(), send, null, null, null);
-    }
-
-    /** This bad record, its dead letter naming {@code type}. */
-    Input naming(Class<? extends Exception> type) {
-      return new Input(record, label, send, counted, reason, type.getName());
-    }
-
-    boolean bad() {
-      return send == null;
-    }
-  }
-
-  /** The schema ids of the hostile blast, all registered in the real registry. */
-  private record SchemaIds(
-      int v1,
-      int throttled,
-      Schema throttledSchema,
-      int garbled,
-      Schema garbledSchema,
-      int refused,
-      Schema refusedSchema,
-      int recursive) {}
-
-  /** ScheduledSend with one more optional string field, {@code name}: a BACKWARD change. */
-  private static Schema withOptionalField(String name) {
-    List<Schema.Field> fields = new ArrayList<>();
-    for (Schema.Field f : ScheduledSend.SCHEMA$.getFields()) {
-      fields.add(new Schema.Field(f, f.schema()));
-    }
-    fields.add(
-        new Schema.Field(
-            name,
-            Schema.createUnion(Schema.create(Schema.Type.NULL), Schema.create(Schema.Type.STRING)),
-            null,
-            Schema.Field.NULL_DEFAULT_VALUE));
-    Schema s = ScheduledSend.SCHEMA$;
-    return Schema.createRecord(s.getName(), s.getDoc(), s.getNamespace(), false, fields);
-  }
-
-  private static SchemaIds register(ConfluentWire wire, String subject) {
-    Schema throttled = withOptionalField("throttledBy");
-    Schema garbled = withOptionalField("garbledBy");
-    Schema refused = withOptionalField("refusedBy");
-    int v1 = wire.register(subject, ScheduledSend.SCHEMA$);
-    int throttledId = wire.register(subject, throttled);
-    int garbledId = wire.register(subject, garbled);
-    int refusedId = wire.register(subject, refused);
-    int recursive = wire.register(subject, ConfluentWire.scheduledSendWithRelated());
-    assertThat(Set.of(v1, throttledId, garbledId, refusedId, recursive)).hasSize(5);
-    return new SchemaIds(
-        v1, throttledId, throttled, garbledId, garbled, refusedId, refused, recursive);
-  }
-
-  /** A send that is not part of the blast's decisions, to carry a bad value. */
-  private static ScheduledSend.Builder odd(String messageId) {
-    return ScheduledSend.newBuilder()
-        .setMessageId(messageId)
-        .setCampaignId("c1")
-        .setUserId(5_000)
-        .setChannel(Channel.EMAIL)
-        .setScheduledAt(CapScenario.T0);
-  }
-
-  private static Input bad(String topic, String label, String counted, String reason, byte[] v) {
-    return bad(topic, null, label, counted, reason, v);
-  }
-
-  private static Input bad(
-      String topic, Long timestamp, String label, String counted, String reason, byte[] value) {
-    byte[] key = "5000".getBytes(StandardCharsets.UTF_8);
-    return new Input(
-        new ProducerRecord<>(topic, null, timestamp, key, value),
-        label,
-        null,
-        counted,
-        reason,
-        EXCEPTIONS.get(counted));
-  }
-
-  /**
-   * The bad records of the hostile blast, by the index of the ordinary send they follow: one of
-   * each kind that a producer can put on the input topic.
-   */
-  private static Map<Integer, Input> badRecords(String topic, SchemaIds ids) {
-    Map<Integer, Input> bad = new LinkedHashMap<>();
-    bad.put(
-        100,
-        bad(
-            topic,
-            "garbage",
-            "unreadable",
-            "not a io.sendcap.avro.ScheduledSend",
-            "garbage: not Avro, in no framing".getBytes(StandardCharsets.UTF_8)));
-    byte[] unknown = ConfluentWire.frame(ids.v1(), odd("unknown-id").build());
-    ByteBuffer.wrap(unknown, 1, 4).putInt(UNKNOWN_ID);
-    bad.put(
-        200,
-        bad(
-                topic,
-                "unknown-id",
-                "unreadable",
-                "answered 404 to GET /schemas/ids/" + UNKNOWN_ID,
-                unknown)
-            .naming(SerializationException.class));
-    ScheduledSend big =
-        odd("too-large").setAttributes(Map.of("body", "x".repeat(3_000_000))).build();
-    bad.put(
-        400,
-        bad(
-            topic,
-            "too-large",
-            "too-large",
-            "more than cap.max-send-bytes=",
-            ConfluentWire.frame(ids.v1(), big)));
-    bad.put(
-        500,
-        bad(
-            topic,
-            "deep",
-            "unreadable",
-            "nest more than avro.max-depth=64 deep",
-            ConfluentWire.frameNested(ids.recursive(), odd("deep").build(), 200_000)));
-    bad.put(
-        600,
-        bad(
-                topic,
-                "garbled",
-                "unreadable",
-                "with a body that is not JSON",
-                ConfluentWire.frame(
-                    ids.garbled(), ConfluentWire.as(odd("garbled").build(), ids.garbledSchema())))
-            .naming(SerializationException.class));
-    Instant year2100 = Instant.parse("2100-01-01T00:00:00Z");
-    bad.put(
-        800,
-        bad(
-            topic,
-            "far-future",
-            "invalid",
-            "scheduledAt " + year2100 + " is more than cap.max-skew.ms=604800000 from the record's",
-            ConfluentWire.frame(ids.v1(), odd("far-future").setScheduledAt(year2100).build())));
-    // Stamped as far ahead as a broker takes (an hour), scheduled just within cap.max-skew.ms of
-    // that stamp: past this instance's clock plus cap.max-skew.ms.
-    Instant now = Instant.now();
-    Instant ahead = now.plus(Duration.ofDays(7)).plus(Duration.ofMinutes(30));
-    bad.put(
-        900,
-        bad(
-            topic,
-            now.plus(Duration.ofMinutes(50)).toEpochMilli(),
-            "ahead",
-            "invalid",
-            "ahead of this instance's clock",
-            ConfluentWire.frame(ids.v1(), odd("ahead").setScheduledAt(ahead).build())));
-    bad.put(
-        1_000,
-        bad(
-            topic,
-            "long-campaign",
-            "invalid",
-            "campaignId has 300 characters, more than " + Policies.MAX_CAMPAIGN_ID,
-            ConfluentWire.frame(
-                ids.v1(), odd("long-campaign").setCampaignId("c".repeat(300)).build())));
-    return bad;
-  }
-
-  /**
-   * The hostile blast: 2,000 ordinary sends to {@link #USERS} users in the Confluent framing,
-   * mostly under the first schema id, one under an id the registry throttles, one under an id it
-   * refuses sendcap, one under the recursive schema nested 10 deep; and the bad records of {@link
-   * #badRecords} among them.
-   */
-  private List<Input> hostileBlast(String topic, SchemaIds ids) {
-    List<ProducerRecord<byte[], byte[]>> generated =
-        scenario.records(topic, 2_000, USERS, 0, 20, 41);
-    Map<Integer, Input> bad = badRecords(topic, ids);
-    List<Input> blast = new ArrayList<>();
-    for (int i = 0; i < generated.size(); i++) {
-      ProducerRecord<byte[], byte[]> r = generated.get(i);
-      ScheduledSend send = sends.decode(r.value());
-      byte[] value =
-          switch (i) {
-            case 300 ->
-                ConfluentWire.frame(ids.throttled(), ConfluentWire.as(send, ids.throttledSchema()));
-            case 550 -> ConfluentWire.frameNested(ids.recursive(), send, 10);
-            case 700 ->
-                ConfluentWire.frame(ids.refused(), ConfluentWire.as(send, ids.refusedSchema()));
-            default -> ConfluentWire.frame(ids.v1(), send);
-          };
-      blast.add(Input.ordinary(new ProducerRecord<>(topic, r.key(), value), send));
-      if (bad.containsKey(i)) {
-        blast.add(bad.get(i));
-      }
-    }
-    return blast;
-  }
-
-  /**
-   * Produces the records in order, in gzip-compressed batches as a campaign engine may (a send of 3
-   * MB passes the broker so), and returns each by the offset it was written at.
-   */
-  private static Map<Long, Input> produce(List<Input> inputs) throws Exception {
-    Map<String, Object> conf =
-        Map.of(
-            ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-            kafka.bootstrapServers(),
-            ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-            true,
-            ProducerConfig.COMPRESSION_TYPE_CONFIG,
-            "gzip",
-            // the producer's own bound is on the uncompressed size; the broker's is on the batch
-            ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-            8_000_000);
-    List<Future<RecordMetadata>> written = new ArrayList<>();
-    try (KafkaProducer<byte[], byte[]> producer =
-        new KafkaProducer<>(conf, new ByteArraySerializer(), new ByteArraySerializer())) {
-      inputs.forEach(in -> written.add(producer.send(in.record())));
-    }
-    Map<Long, Input> byOffset = new HashMap<>();
-    for (int i = 0; i < inputs.size(); i++) {
-      try {
-        byOffset.put(written.get(i).get().offset(), inputs.get(i));
-      } catch (ExecutionException e) {
-        throw new AssertionError("could not produce " + inputs.get(i).label(), e);
-      }
-    }
-    return byOffset;
-  }
-
   private static Properties hostileSettings(String lane, String redisUri, String registryUrl) {
     Properties p = CapScenario.settings(dir, kafka.bootstrapServers(), redisUri, lane);
     p.setProperty("topic.input", lane + "-sends");
@@ -538,8 +277,8 @@ class HostileRecordsIT {
     CapScenario.publishSegments(kafka.bootstrapServers(), lane + "-segments");
     EmbeddedRegistry real = registry.join();
     ConfluentWire wire = new ConfluentWire(real.url());
-    SchemaIds ids = register(wire, lane + "-sends-value");
-    List<Input> blast = hostileBlast(lane + "-sends", ids);
+    HostileBlast.SchemaIds ids = HostileBlast.register(wire, lane + "-sends-value");
+    List<Input> blast = HostileBlast.build(lane + "-sends", ids);
     Set<String> foreignIds =
         blast.stream()
             .filter(in -> !in.bad() && in.send().getUserId() == FOREIGN_USER)
@@ -569,9 +308,10 @@ class HostileRecordsIT {
       try (SendcapApp app = SendcapApp.start(CapScenario.config(settings, ""))) {
         int port = app.httpPort();
         int half = blast.size() / 2;
-        byOffset.putAll(produce(blast.subList(0, half)));
+        byOffset.putAll(HostileBlast.produce(kafka.bootstrapServers(), blast.subList(0, half)));
         produceBadGlobalRecords(lane + "-segments", lane + "-policies");
-        byOffset.putAll(produce(blast.subList(half, blast.size())));
+        byOffset.putAll(
+            HostileBlast.produce(kafka.bootstrapServers(), blast.subList(half, blast.size())));
 
         TopicReader.await(
             "/health/ready to name the setting while the registry refuses sendcap",
@@ -673,7 +413,8 @@ class HostileRecordsIT {
       inputLabels.merge(in.label(), 1L, Long::sum);
       if (in.bad() || foreignIds.contains(in.label())) {
         expectedDead.merge(in.label(), 1L, Long::sum);
-        expectedExceptions.put(in.label(), in.bad() ? in.exception() : EXCEPTIONS.get("redis-key"));
+        expectedExceptions.put(
+            in.label(), in.bad() ? in.exception() : HostileBlast.EXCEPTIONS.get("redis-key"));
       }
     }
     assertThat(exceptions).as("the exception each dead letter names").isEqualTo(expectedExceptions);
