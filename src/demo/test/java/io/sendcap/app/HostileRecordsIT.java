@@ -180,6 +180,10 @@ class HostileRecordsIT {
     Properties settings =
         CapScenario.settings(
             dir, kafka.bootstrapServers(), "redis://127.0.0.1:1", "hostile-global");
+    // A stopped instance stays in its group until its session times out (45 s by default), and the
+    // restarted one is assigned the partition only then.
+    settings.setProperty("session.timeout.ms", "6000");
+    settings.setProperty("heartbeat.interval.ms", "1000");
     new PolicyTopic(CapScenario.config(settings, ""), Duration.ofSeconds(30)).ensureExists();
     produceBadGlobalRecords("segments", "policies");
     try (EmbeddedRedis redis = EmbeddedRedis.start();
