@@ -24,7 +24,6 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -51,24 +50,17 @@ final class HostileBlast {
 
   /**
    * One record of a hostile blast: an ordinary send ({@code send} set, {@code label} its message
-   * id), or a bad record ({@code label} naming it) with the dead-letter reason counted for it, what
-   * its {@code __streams.errors.message} header must hold and the exception its {@code
-   * __streams.errors.exception} header names.
+   * id), or a bad record ({@code label} naming it) with the dead-letter reason counted for it and
+   * what its {@code __streams.errors.message} header must hold.
    */
   record Input(
       ProducerRecord<byte[], byte[]> record,
       String label,
       ScheduledSend send,
       String counted,
-      String reason,
-      String exception) {
+      String reason) {
     static Input ordinary(ProducerRecord<byte[], byte[]> record, ScheduledSend send) {
-      return new Input(record, send.getMessageId(), send, null, null, null);
-    }
-
-    /** This bad record, its dead letter naming {@code type}. */
-    Input naming(Class<? extends Exception> type) {
-      return new Input(record, label, send, counted, reason, type.getName());
+      return new Input(record, send.getMessageId(), send, null, null);
     }
 
     boolean bad() {
@@ -139,12 +131,7 @@ final class HostileBlast {
       String topic, Long timestamp, String label, String counted, String reason, byte[] value) {
     byte[] key = "5000".getBytes(StandardCharsets.UTF_8);
     return new Input(
-        new ProducerRecord<>(topic, null, timestamp, key, value),
-        label,
-        null,
-        counted,
-        reason,
-        EXCEPTIONS.get(counted));
+        new ProducerRecord<>(topic, null, timestamp, key, value), label, null, counted, reason);
   }
 
   /**
@@ -166,12 +153,11 @@ final class HostileBlast {
     bad.put(
         200,
         bad(
-                topic,
-                "unknown-id",
-                "unreadable",
-                "answered 404 to GET /schemas/ids/" + UNKNOWN_ID,
-                unknown)
-            .naming(SerializationException.class));
+            topic,
+            "unknown-id",
+            "unreadable",
+            "answered 404 to GET /schemas/ids/" + UNKNOWN_ID,
+            unknown));
     ScheduledSend big =
         odd("too-large").setAttributes(Map.of("body", "x".repeat(3_000_000))).build();
     bad.put(
@@ -193,13 +179,12 @@ final class HostileBlast {
     bad.put(
         600,
         bad(
-                topic,
-                "garbled",
-                "unreadable",
-                "with a body that is not JSON",
-                ConfluentWire.frame(
-                    ids.garbled(), ConfluentWire.as(odd("garbled").build(), ids.garbledSchema())))
-            .naming(SerializationException.class));
+            topic,
+            "garbled",
+            "unreadable",
+            "with a body that is not JSON",
+            ConfluentWire.frame(
+                ids.garbled(), ConfluentWire.as(odd("garbled").build(), ids.garbledSchema()))));
     Instant year2100 = Instant.parse("2100-01-01T00:00:00Z");
     bad.put(
         800,

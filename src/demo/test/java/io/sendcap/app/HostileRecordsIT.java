@@ -418,7 +418,7 @@ class HostileRecordsIT {
       if (in.bad() || foreignIds.contains(in.label())) {
         expectedDead.merge(in.label(), 1L, Long::sum);
         expectedExceptions.put(
-            in.label(), in.bad() ? in.exception() : HostileBlast.EXCEPTIONS.get("redis-key"));
+            in.label(), HostileBlast.EXCEPTIONS.get(in.bad() ? in.counted() : "redis-key"));
       }
     }
     assertThat(exceptions).as("the exception each dead letter names").isEqualTo(expectedExceptions);
