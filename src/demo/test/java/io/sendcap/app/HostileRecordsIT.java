@@ -370,6 +370,31 @@ class HostileRecordsIT {
     }
 
     assertThat(byOffset).hasSize(blast.size());
+    List<CapScenario.Outcome> decided =
+        assertEachInputOnceAndEachDeadLetterWithItsReason(
+            lane, wire, outputs, blast, byOffset, foreignIds);
+    List<ScheduledSend> decidable =
+        blast.stream()
+            .filter(in -> !in.bad() && !foreignIds.contains(in.label()))
+            .map(Input::send)
+            .toList();
+    scenario.assertDecisionsMatchTheModel(decidable, decided, retention);
+    assertThat(CapScenario.allowedById(decided)).containsValues(true, false);
+  }
+
+  /**
+   * Checks that every input record of {@code blast} appears exactly once across the lane's outputs,
+   * that the dead letters are the bad records and the sends of the user whose Redis key is foreign,
+   * each with its reason, the exception it names and its input's bytes (the too-large one without
+   * them); returns the decisions of the ordinary sends.
+   */
+  private static List<CapScenario.Outcome> assertEachInputOnceAndEachDeadLetterWithItsReason(
+      String lane,
+      ConfluentWire wire,
+      List<ConsumerRecord<byte[], byte[]>> outputs,
+      List<Input> blast,
+      Map<Long, Input> byOffset,
+      Set<String> foreignIds) {
     List<CapScenario.Outcome> decided = new ArrayList<>();
     Map<String, Long> outputLabels = new TreeMap<>();
     Map<String, Long> deadLabels = new TreeMap<>();
@@ -428,12 +453,6 @@ class HostileRecordsIT {
     assertThat(deadLabels)
         .as("the bad records and the foreign key's user's sends, each dead-lettered once")
         .isEqualTo(expectedDead);
-    List<ScheduledSend> decidable =
-        blast.stream()
-            .filter(in -> !in.bad() && !foreignIds.contains(in.label()))
-            .map(Input::send)
-            .toList();
-    scenario.assertDecisionsMatchTheModel(decidable, decided, retention);
-    assertThat(CapScenario.allowedById(decided)).containsValues(true, false);
+    return decided;
   }
 }
