@@ -95,9 +95,14 @@ final class CapScenario {
 
   /** Publishes segment vip, users 1 to {@link #VIPS}, to the segments topic. */
   static void publishSegments(String bootstrap) {
+    publishSegments(bootstrap, "segments");
+  }
+
+  /** Publishes segment vip, users 1 to {@link #VIPS}, to the segments topic {@code topicName}. */
+  static void publishSegments(String bootstrap, String topicName) {
     Properties client = new Properties();
     client.setProperty("bootstrap.servers", bootstrap);
-    SegmentTopic topic = new SegmentTopic(client, "segments");
+    SegmentTopic topic = new SegmentTopic(client, topicName);
     UserIds vips = new UserIds();
     LongStream.rangeClosed(1, VIPS).forEach(vips::add);
     topic.publish("vip", vips, SegmentTopic.DEFAULT_CHUNK_BYTES, System.out);

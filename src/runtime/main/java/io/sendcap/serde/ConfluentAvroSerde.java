@@ -375,7 +375,8 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
     try {
       writerSchema = client.schemaById(id);
     } catch (SchemaRegistryException e) {
-      throw new SerializationException(
+      // the registry's answer is about this record's id: bad data, as bytes that are not Avro
+      throw new UnreadableRecordException(
           "not a "
               + name
               + " sendcap can read: schema id "
@@ -383,8 +384,7 @@ public final class ConfluentAvroSerde<T extends SpecificRecord> implements Serde
               + " ("
               + context(topic)
               + "): "
-              + e.getMessage(),
-          e);
+              + e.getMessage());
     }
     boolean own = SchemaNormalization.parsingFingerprint64(writerSchema) == fingerprint;
     String refusal = own ? null : limits.refusal(writerSchema).orElse(null);

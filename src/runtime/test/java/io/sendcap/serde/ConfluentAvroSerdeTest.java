@@ -1,5 +1,6 @@
 package io.sendcap.serde;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
@@ -301,6 +302,24 @@ class ConfluentAvroSerdeTest {
                 + registry.url()
                 + " answered 404 to GET /schemas/ids/4242: error_code 40403, Schema 4242 not"
                 + " found");
+  }
+
+  /**
+   * An id the registry does not know, or whose answer is not a schema, is bad data as much as bytes
+   * that are not Avro: its dead letter's stack trace header is the reason, not the deserializer's
+   * frames and the registry client's beneath them, for every such record.
+   */
+  @Test
+  void aSchemaIdTheRegistryCannotResolveIsUnreadableDataWithoutAStackTrace() throws IOException {
+    SerializationException unknown = unreadable(sends(), framed(4242, body(SEND)));
+    registry.answerAll(200, FakeSchemaRegistry.CONTENT_TYPE, "<html>".getBytes(UTF_8));
+    SerializationException garbled = unreadable(sends(), framed(4243, body(SEND)));
+
+    for (SerializationException e : List.of(unknown, garbled)) {
+      assertThat(e).isInstanceOf(UnreadableRecordException.class).hasNoCause();
+      assertThat(e.getStackTrace()).isEmpty();
+    }
+    assertThat(garbled).hasMessageContaining("with a body that is not JSON: <html>");
   }
 
   @Test
