@@ -53,7 +53,9 @@ public final class RedisErrors {
 
   /**
    * The exception for {@code message} failed by {@code cause}: a {@link LimiterRefusedException} if
-   * Redis refused ({@link Kind#REFUSAL}), a {@link LimiterUnavailableException} otherwise.
+   * Redis refused ({@link Kind#REFUSAL}) or a key failed the whole call ({@link Kind#KEY}: a key of
+   * every user's, such as a global cap's counter, that another application wrote; one user's log is
+   * reported per send instead), a {@link LimiterUnavailableException} otherwise.
    */
   static LimiterUnavailableException failed(String message, Throwable cause) {
     return failed(message, cause, List.of());
@@ -62,7 +64,8 @@ public final class RedisErrors {
   /** As {@link #failed(String, Throwable)}, with the decisions made all the same. */
   static LimiterUnavailableException failed(
       String message, Throwable cause, List<Decision> decided) {
-    return kind(cause) == Kind.REFUSAL
+    Kind kind = kind(cause);
+    return kind == Kind.REFUSAL || kind == Kind.KEY
         ? new LimiterRefusedException(message, cause, decided)
         : new LimiterUnavailableException(message, cause, decided);
   }

@@ -123,4 +123,19 @@ class RedisErrorsTest {
 
     assertThat(RedisErrors.kind(error)).isEqualTo(RedisErrors.Kind.REFUSAL);
   }
+
+  /**
+   * A WRONGTYPE that fails a whole call, not one send's log (a global cap's counter another
+   * application overwrote), is a refusal: waiting does not mend it, and health must say so.
+   */
+  @Test
+  void aForeignKeyThatFailsAWholeCallIsARefusal() {
+    assertThat(
+            RedisErrors.failed(
+                "global quota call failed",
+                reply("WRONGTYPE Operation against a key holding the wrong kind of value")))
+        .isInstanceOf(LimiterRefusedException.class);
+    assertThat(RedisErrors.failed("call failed", reply("LOADING Redis is loading")))
+        .isNotInstanceOf(LimiterRefusedException.class);
+  }
 }
