@@ -76,7 +76,7 @@ final class DeadLetters {
           headers.add(h);
         }
       } else {
-        inputHeaders += h.key().length() + (h.value() == null ? 0 : h.value().length);
+        inputHeaders += SizeCheckingDeserializer.size(h);
       }
     }
     byte[] key = full.key();

@@ -92,7 +92,8 @@ final class SizeCheckingDeserializer<T> implements Deserializer<T> {
     return bytes;
   }
 
-  private static int size(Header h) {
+  /** A header's bytes as a send's size counts them: its key's characters and its value. */
+  static int size(Header h) {
     return h.key().length() + (h.value() == null ? 0 : h.value().length);
   }
 
